@@ -1,0 +1,58 @@
+// healthctl: the command-line face of healthd for admins and users.
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "auto_resume/unix_client.hpp"
+#include "format.hpp"
+
+namespace {
+
+// The socket: --socket, else $HEALTHD_SOCKET, else the packaged default.
+std::string default_socket() {
+  if (const char* env = std::getenv("HEALTHD_SOCKET"); env && *env) return env;
+  return "/run/healthd/healthd.sock";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"healthctl: query the node health daemon"};
+  app.require_subcommand(1);
+  std::string socket = default_socket();
+  int timeout_ms = 5000;
+  bool json = false;
+  app.add_option("-s,--socket", socket, "healthd socket (default: $HEALTHD_SOCKET or /run/healthd/healthd.sock)");
+  app.add_option("--timeout-ms", timeout_ms, "give up after this many milliseconds")->check(CLI::Range(1, 600000))->capture_default_str();
+
+  struct Command {
+    const char* name;
+    const char* help;
+    const char* type;
+    std::string (*format)(const nlohmann::json&);
+  };
+  const Command commands[] = {
+      {"ping", "check that healthd answers", "ping", ar::healthctl::format_ping},
+      {"status", "show the daemon and its checks", "status", ar::healthctl::format_status},
+      {"jobs", "list the jobs and steps seen on this node", "jobs", ar::healthctl::format_jobs},
+  };
+  for (const auto& c : commands) {
+    auto* sub = app.add_subcommand(c.name, c.help);
+    sub->add_flag("--json", json, "print the daemon's reply as JSON");
+  }
+  CLI11_PARSE(app, argc, argv);
+
+  for (const auto& c : commands) {
+    if (!app.got_subcommand(c.name)) continue;
+    auto reply = ar::call(socket, {{"v", ar::proto::kVersion}, {"type", c.type}}, std::chrono::milliseconds(timeout_ms));
+    if (!reply) {
+      std::cerr << "healthctl: " << c.name << ": healthd at " << socket << " is not answering: " << reply.error() << "\n";
+      return 1;
+    }
+    if (json) std::cout << reply->dump(2) << "\n";
+    else std::cout << c.format(*reply);
+    return 0;
+  }
+  return 2;
+}

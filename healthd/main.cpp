@@ -1,0 +1,29 @@
+// healthd: the per-node health daemon. Runs in the foreground (systemd or a terminal).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon.hpp"
+#include "version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"healthd: node health daemon for Slurm auto-resume"};
+  std::string config_file = "/etc/healthd/healthd.toml";
+  ar::healthd::Overrides overrides;
+  std::string socket, state_dir;
+  app.add_option("-c,--config", config_file, "configuration file (TOML)")->capture_default_str();
+  app.add_option("--node", overrides.node_name, "Slurm node name (default: from config, else short host name)");
+  app.add_option("--socket", socket, "socket path (overrides the config)");
+  app.add_option("--state-dir", state_dir, "state directory (overrides the config)");
+  app.set_version_flag("--version", std::string("healthd ") + ar::healthd::kVersion);
+  CLI11_PARSE(app, argc, argv);
+  overrides.socket = socket;
+  overrides.state_dir = state_dir;
+
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  try {
+    return ar::healthd::run_daemon(config_file, overrides);
+  } catch (const std::exception& e) {
+    spdlog::critical("healthd: {}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,214 @@
+#include "job_registry.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace ar::healthd {
+namespace {
+
+std::int64_t to_ms(WallClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+WallClock::time_point from_ms(std::int64_t ms) { return WallClock::time_point(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
+bool JobRecord::auto_resume() const {
+  for (const auto& [key, step] : steps)
+    if (key.first == restart_count && step.step_id == proto::kBatchStep) return step.auto_resume;
+  for (const auto& [key, step] : steps)
+    if (key.first == restart_count && step.auto_resume) return true;
+  return false;
+}
+
+bool JobRecord::running() const {
+  for (const auto& [key, step] : steps)
+    if (step.running) return true;
+  return false;
+}
+
+std::optional<WallClock::time_point> JobRecord::last_activity() const {
+  std::optional<WallClock::time_point> last;
+  for (const auto& [key, step] : steps) {
+    auto t = step.ended_at.value_or(step.started_at);
+    for (const auto& e : step.task_exits) t = std::max(t, e.at);
+    if (!last || t > *last) last = t;
+  }
+  return last;
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = ::strsignal(sig);
+    return "signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "status " + std::to_string(status);
+}
+
+StepRecord& JobRegistry::step_for(std::uint32_t job_id, std::uint32_t step_id, WallClock::time_point now) {
+  auto& job = jobs_[job_id];
+  job.job_id = job_id;
+  auto key = std::pair{job.restart_count, step_id};
+  auto it = job.steps.find(key);
+  if (it == job.steps.end()) {
+    // A task exit or step end for a step whose start we never saw (healthd was down then, or the
+    // state was lost): keep it rather than drop it, so what we know is still shown.
+    StepRecord s;
+    s.step_id = step_id;
+    s.restart_count = job.restart_count;
+    s.started_at = now;
+    it = job.steps.emplace(key, s).first;
+  }
+  return it->second;
+}
+
+void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point now) {
+  auto& job = jobs_[m.job_id];
+  job.job_id = m.job_id;
+  job.uid = m.uid;
+  // A step of an older attempt reported late must not roll the job back.
+  job.restart_count = std::max(job.restart_count, m.restart_count);
+  StepRecord s;
+  s.step_id = m.step_id;
+  s.restart_count = m.restart_count;
+  s.auto_resume = m.auto_resume;
+  s.started_at = now;
+  job.steps[{m.restart_count, m.step_id}] = s;
+}
+
+void JobRegistry::task_exited(const proto::TaskExit& m, WallClock::time_point now) {
+  step_for(m.job_id, m.step_id, now).task_exits.push_back({m.task_rank, m.wait_status, now});
+}
+
+void JobRegistry::step_ended(const proto::StepEnd& m, WallClock::time_point now) {
+  auto& step = step_for(m.job_id, m.step_id, now);
+  step.running = false;
+  step.ended_at = now;
+}
+
+std::size_t JobRegistry::prune(WallClock::time_point now, std::chrono::seconds retention) {
+  std::size_t dropped = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    auto last = it->second.last_activity();
+    if (!it->second.running() && (!last || now - *last > retention)) {
+      it = jobs_.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  return dropped;
+}
+
+nlohmann::json JobRegistry::to_json() const {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& [id, job] : jobs_) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& [key, s] : job.steps) {
+      nlohmann::json exits = nlohmann::json::array();
+      for (const auto& e : s.task_exits)
+        exits.push_back({{"task_rank", e.task_rank}, {"wait_status", e.wait_status},
+                         {"description", describe_wait_status(e.wait_status)}, {"at_ms", to_ms(e.at)}});
+      nlohmann::json step = {{"step_id", s.step_id},
+                             {"step", proto::step_name(s.step_id)},
+                             {"restart_count", s.restart_count},
+                             {"auto_resume", s.auto_resume},
+                             {"running", s.running},
+                             {"started_at_ms", to_ms(s.started_at)},
+                             {"task_exits", exits}};
+      if (s.ended_at) step["ended_at_ms"] = to_ms(*s.ended_at);
+      steps.push_back(step);
+    }
+    jobs.push_back({{"job_id", id},
+                    {"uid", job.uid},
+                    {"restart_count", job.restart_count},
+                    {"auto_resume", job.auto_resume()},
+                    {"running", job.running()},
+                    {"steps", steps}});
+  }
+  return {{"version", 1}, {"jobs", jobs}};
+}
+
+std::expected<std::map<std::uint32_t, JobRecord>, std::string> JobRegistry::from_json(const nlohmann::json& j) {
+  std::map<std::uint32_t, JobRecord> out;
+  try {
+    if (j.at("version").get<int>() != 1) return std::unexpected("unsupported state version " + j.at("version").dump());
+    for (const auto& jj : j.at("jobs")) {
+      JobRecord job;
+      job.job_id = jj.at("job_id").get<std::uint32_t>();
+      job.uid = jj.at("uid").get<std::uint32_t>();
+      job.restart_count = jj.at("restart_count").get<std::uint32_t>();
+      for (const auto& sj : jj.at("steps")) {
+        StepRecord s;
+        s.step_id = sj.at("step_id").get<std::uint32_t>();
+        s.restart_count = sj.at("restart_count").get<std::uint32_t>();
+        s.auto_resume = sj.at("auto_resume").get<bool>();
+        s.running = sj.at("running").get<bool>();
+        s.started_at = from_ms(sj.at("started_at_ms").get<std::int64_t>());
+        if (sj.contains("ended_at_ms")) s.ended_at = from_ms(sj.at("ended_at_ms").get<std::int64_t>());
+        for (const auto& ej : sj.at("task_exits"))
+          s.task_exits.push_back({ej.at("task_rank").get<std::uint32_t>(), ej.at("wait_status").get<int>(),
+                                  from_ms(ej.at("at_ms").get<std::int64_t>())});
+        job.steps[{s.restart_count, s.step_id}] = s;
+      }
+      out[job.job_id] = job;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return std::unexpected(std::string("bad content: ") + e.what());
+  }
+  return out;
+}
+
+std::expected<void, std::string> JobRegistry::load() {
+  std::ifstream in(state_file_);
+  if (!in) {
+    if (errno == ENOENT) return {};
+    return std::unexpected(state_file_.string() + ": cannot open: " + std::strerror(errno));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) return std::unexpected(state_file_.string() + ": not valid JSON");
+  auto jobs = from_json(j);
+  if (!jobs) return std::unexpected(state_file_.string() + ": " + jobs.error());
+  jobs_ = std::move(*jobs);
+  return {};
+}
+
+std::expected<void, std::string> JobRegistry::save() const {
+  const std::string tmp = state_file_.string() + ".tmp";
+  const std::string text = to_json().dump();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return std::unexpected(tmp + ": cannot create: " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string e = tmp + ": write: " + std::strerror(errno);
+      ::close(fd);
+      return std::unexpected(e);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // fsync before rename: after a crash the file is either the old or the new registry, never empty.
+  if (::fsync(fd) != 0) {
+    std::string e = tmp + ": fsync: " + std::strerror(errno);
+    ::close(fd);
+    return std::unexpected(e);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), state_file_.c_str()) != 0)
+    return std::unexpected(state_file_.string() + ": rename: " + std::strerror(errno));
+  return {};
+}
+
+}  // namespace ar::healthd

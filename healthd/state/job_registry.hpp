@@ -1,0 +1,89 @@
+// The jobs and steps running on this node, as the plugin reported them, kept on disk so a restart of
+// healthd does not forget what runs here.
+//
+// A job is keyed by its id; its steps by (restart count, step id), because a requeued job comes back
+// with the same id and a higher SLURM_RESTART_COUNT. Finished jobs stay listed for a retention time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "auto_resume/protocol.hpp"
+
+namespace ar::healthd {
+
+using WallClock = std::chrono::system_clock;
+
+struct TaskExitRecord {
+  std::uint32_t task_rank = 0;
+  int wait_status = 0;
+  WallClock::time_point at;
+};
+
+struct StepRecord {
+  std::uint32_t step_id = 0;
+  std::uint32_t restart_count = 0;
+  bool auto_resume = false;
+  bool running = true;
+  WallClock::time_point started_at;
+  std::optional<WallClock::time_point> ended_at;
+  std::vector<TaskExitRecord> task_exits;
+};
+
+struct JobRecord {
+  std::uint32_t job_id = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t restart_count = 0;  // the newest attempt seen
+  std::map<std::pair<std::uint32_t, std::uint32_t>, StepRecord> steps;  // (restart_count, step_id)
+
+  // The job asked for auto-resume: its batch step carries the flag, or (salloc/srun jobs, which have
+  // no batch step) any of its steps does.
+  bool auto_resume() const;
+  bool running() const;
+  std::optional<WallClock::time_point> last_activity() const;
+};
+
+// Decoded task exit status, for people: "exit 3", "signal 9 (Killed)".
+std::string describe_wait_status(int wait_status);
+
+class JobRegistry {
+ public:
+  // `state_file` is where the registry persists; nothing is read until load().
+  explicit JobRegistry(std::filesystem::path state_file) : state_file_(std::move(state_file)) {}
+
+  // Reads the persisted registry. A missing file is an empty registry; an unreadable or corrupt one is
+  // an error naming the file (the caller decides whether to move it aside).
+  std::expected<void, std::string> load();
+
+  void step_started(const proto::StepStart& m, WallClock::time_point now);
+  void task_exited(const proto::TaskExit& m, WallClock::time_point now);
+  void step_ended(const proto::StepEnd& m, WallClock::time_point now);
+
+  // Drops jobs with no running step whose last activity is older than `retention`.
+  std::size_t prune(WallClock::time_point now, std::chrono::seconds retention);
+
+  const std::map<std::uint32_t, JobRecord>& jobs() const { return jobs_; }
+
+  // Writes the registry atomically (temp file, fsync, rename). Error names the file and the cause.
+  std::expected<void, std::string> save() const;
+
+  nlohmann::json to_json() const;
+  static std::expected<std::map<std::uint32_t, JobRecord>, std::string> from_json(const nlohmann::json& j);
+
+ private:
+  StepRecord& step_for(std::uint32_t job_id, std::uint32_t step_id, WallClock::time_point now);
+
+  std::filesystem::path state_file_;
+  std::map<std::uint32_t, JobRecord> jobs_;
+};
+
+}  // namespace ar::healthd

@@ -1,0 +1,276 @@
+// The message protocol between the SPANK plugin (auto_resume.so) and the node daemon (healthd).
+//
+// Transport: a Unix stream socket. Framing: one JSON object per line ('\n'-terminated). JSON text
+// produced by nlohmann_json never contains a raw newline, so a line is always exactly one message.
+// A line longer than kMaxMessageBytes is refused with a "too_large" error reply.
+//
+// Every request carries "v" (the protocol version) and "type". Every reply carries "v" and "ok";
+// a failed request gets {"ok":false,"error":{"code":..., "message":...}}, never a silent disconnect.
+//
+// This header is compiled by both sides, so it holds only the protocol: no I/O, no logging.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+namespace ar::proto {
+
+inline constexpr int kVersion = 1;
+inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
+
+// Slurm's pseudo step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT, ...), kept here so that the
+// daemon side need not include slurm.h to print them.
+inline constexpr std::uint32_t kBatchStep = 0xfffffffb;
+inline constexpr std::uint32_t kExternStep = 0xfffffffc;
+inline constexpr std::uint32_t kInteractiveStep = 0xfffffffa;
+
+inline std::string step_name(std::uint32_t step_id) {
+  switch (step_id) {
+    case kBatchStep: return "batch";
+    case kExternStep: return "extern";
+    case kInteractiveStep: return "interactive";
+    default: return std::to_string(step_id);
+  }
+}
+
+// ---- requests -------------------------------------------------------------------------------------
+
+struct Ping {};
+struct StatusQuery {};
+struct JobsQuery {};
+
+struct StepStart {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string node;
+  std::uint32_t uid = 0;
+  bool auto_resume = false;
+  std::uint32_t restart_count = 0;
+};
+
+struct TaskExit {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string node;
+  std::uint32_t task_rank = 0;
+  int wait_status = 0;  // raw wait(2) status, as slurmstepd reports it (768 == exit 3)
+};
+
+struct StepEnd {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string node;
+};
+
+using Request = std::variant<Ping, StatusQuery, JobsQuery, StepStart, TaskExit, StepEnd>;
+
+// Error codes carried in error replies. Stable strings: clients may switch on them.
+namespace err {
+inline constexpr const char* kMalformed = "malformed";            // not JSON, or not an object
+inline constexpr const char* kBadVersion = "unsupported_version";  // "v" missing or not ours
+inline constexpr const char* kUnknownType = "unknown_type";
+inline constexpr const char* kBadField = "bad_field";  // a field missing or of the wrong type
+inline constexpr const char* kTooLarge = "too_large";
+inline constexpr const char* kForbidden = "forbidden";  // a lifecycle message from a process not running as root
+inline constexpr const char* kInternal = "internal";
+}  // namespace err
+
+struct Error {
+  std::string code;
+  std::string message;
+};
+
+// ---- encoding -------------------------------------------------------------------------------------
+
+namespace detail {
+inline nlohmann::json header(const char* type) { return {{"v", kVersion}, {"type", type}}; }
+}  // namespace detail
+
+inline nlohmann::json to_json(const Ping&) { return detail::header("ping"); }
+inline nlohmann::json to_json(const StatusQuery&) { return detail::header("status"); }
+inline nlohmann::json to_json(const JobsQuery&) { return detail::header("jobs"); }
+
+inline nlohmann::json to_json(const StepStart& m) {
+  auto j = detail::header("step_start");
+  j["job_id"] = m.job_id;
+  j["step_id"] = m.step_id;
+  j["node"] = m.node;
+  j["uid"] = m.uid;
+  j["auto_resume"] = m.auto_resume;
+  j["restart_count"] = m.restart_count;
+  return j;
+}
+
+inline nlohmann::json to_json(const TaskExit& m) {
+  auto j = detail::header("task_exit");
+  j["job_id"] = m.job_id;
+  j["step_id"] = m.step_id;
+  j["node"] = m.node;
+  j["task_rank"] = m.task_rank;
+  j["wait_status"] = m.wait_status;
+  return j;
+}
+
+inline nlohmann::json to_json(const StepEnd& m) {
+  auto j = detail::header("step_end");
+  j["job_id"] = m.job_id;
+  j["step_id"] = m.step_id;
+  j["node"] = m.node;
+  return j;
+}
+
+inline nlohmann::json to_json(const Request& r) {
+  return std::visit([](const auto& m) { return to_json(m); }, r);
+}
+
+// One framed line, newline included.
+inline std::string encode(const nlohmann::json& j) { return j.dump() + '\n'; }
+
+inline nlohmann::json ok_reply(nlohmann::json data = nlohmann::json::object()) {
+  return {{"v", kVersion}, {"ok", true}, {"data", std::move(data)}};
+}
+
+inline nlohmann::json error_reply(const Error& e) {
+  return {{"v", kVersion}, {"ok", false}, {"error", {{"code", e.code}, {"message", e.message}}}};
+}
+
+// ---- decoding -------------------------------------------------------------------------------------
+
+namespace detail {
+
+template <typename T>
+std::expected<T, Error> field(const nlohmann::json& j, const char* name);
+
+template <>
+inline std::expected<std::uint32_t, Error> field<std::uint32_t>(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return std::unexpected(Error{err::kBadField, std::string("missing field '") + name + "'"});
+  if (!it->is_number_unsigned())
+    return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' must be an unsigned integer"});
+  auto v = it->get<std::uint64_t>();
+  if (v > UINT32_MAX)
+    return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' is out of range"});
+  return static_cast<std::uint32_t>(v);
+}
+
+template <>
+inline std::expected<int, Error> field<int>(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return std::unexpected(Error{err::kBadField, std::string("missing field '") + name + "'"});
+  if (!it->is_number_integer())
+    return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' must be an integer"});
+  auto v = it->get<std::int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX)
+    return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' is out of range"});
+  return static_cast<int>(v);
+}
+
+template <>
+inline std::expected<bool, Error> field<bool>(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return std::unexpected(Error{err::kBadField, std::string("missing field '") + name + "'"});
+  if (!it->is_boolean())
+    return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' must be a boolean"});
+  return it->get<bool>();
+}
+
+template <>
+inline std::expected<std::string, Error> field<std::string>(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return std::unexpected(Error{err::kBadField, std::string("missing field '") + name + "'"});
+  if (!it->is_string() || it->get_ref<const std::string&>().empty())
+    return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' must be a non-empty string"});
+  return it->get<std::string>();
+}
+
+// Reads fields into the members of `out` in order, stopping at the first error.
+template <typename Out, typename... Fields>
+std::optional<Error> read_fields(const nlohmann::json& j, Out& out, Fields... fields) {
+  std::optional<Error> failure;
+  auto one = [&](auto pair) {
+    if (failure) return;
+    auto [name, member] = pair;
+    using V = std::remove_reference_t<decltype(out.*member)>;
+    auto v = field<V>(j, name);
+    if (!v) failure = v.error();
+    else out.*member = std::move(*v);
+  };
+  (one(fields), ...);
+  return failure;
+}
+
+template <typename M>
+auto f(const char* name, M member) { return std::pair{name, member}; }
+
+}  // namespace detail
+
+// Parses one line (without its newline) into a request, or says precisely what is wrong with it.
+inline std::expected<Request, Error> parse_request(std::string_view line) {
+  using detail::f;
+  if (line.size() > kMaxMessageBytes)
+    return std::unexpected(Error{err::kTooLarge, "message of " + std::to_string(line.size()) +
+                                                     " bytes exceeds the limit of " +
+                                                     std::to_string(kMaxMessageBytes)});
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::unexpected(Error{err::kMalformed, "message is not valid JSON"});
+  if (!j.is_object()) return std::unexpected(Error{err::kMalformed, "message is not a JSON object"});
+
+  auto v = j.find("v");
+  if (v == j.end() || !v->is_number_integer())
+    return std::unexpected(Error{err::kBadVersion, "message has no protocol version 'v'"});
+  if (v->get<std::int64_t>() != kVersion)
+    return std::unexpected(Error{err::kBadVersion, "protocol version " + v->dump() + " is not supported (this side speaks " +
+                                                       std::to_string(kVersion) + ")"});
+  auto t = j.find("type");
+  if (t == j.end() || !t->is_string()) return std::unexpected(Error{err::kBadField, "message has no 'type'"});
+  const auto& type = t->get_ref<const std::string&>();
+
+  auto finish = [](auto msg, std::optional<Error> e) -> std::expected<Request, Error> {
+    if (e) return std::unexpected(*e);
+    return Request{std::move(msg)};
+  };
+  if (type == "ping") return Request{Ping{}};
+  if (type == "status") return Request{StatusQuery{}};
+  if (type == "jobs") return Request{JobsQuery{}};
+  if (type == "step_start") {
+    StepStart m;
+    auto e = detail::read_fields(j, m, f("job_id", &StepStart::job_id), f("step_id", &StepStart::step_id),
+                                 f("node", &StepStart::node), f("uid", &StepStart::uid),
+                                 f("auto_resume", &StepStart::auto_resume),
+                                 f("restart_count", &StepStart::restart_count));
+    return finish(std::move(m), e);
+  }
+  if (type == "task_exit") {
+    TaskExit m;
+    auto e = detail::read_fields(j, m, f("job_id", &TaskExit::job_id), f("step_id", &TaskExit::step_id),
+                                 f("node", &TaskExit::node), f("task_rank", &TaskExit::task_rank),
+                                 f("wait_status", &TaskExit::wait_status));
+    return finish(std::move(m), e);
+  }
+  if (type == "step_end") {
+    StepEnd m;
+    auto e = detail::read_fields(j, m, f("job_id", &StepEnd::job_id), f("step_id", &StepEnd::step_id),
+                                 f("node", &StepEnd::node));
+    return finish(std::move(m), e);
+  }
+  return std::unexpected(Error{err::kUnknownType, "unknown message type '" + type + "'"});
+}
+
+// A reply as the client sees it: the data of an ok reply, or the error.
+inline std::expected<nlohmann::json, Error> parse_reply(std::string_view line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::unexpected(Error{err::kMalformed, "reply is not a JSON object"});
+  auto ok = j.find("ok");
+  if (ok == j.end() || !ok->is_boolean()) return std::unexpected(Error{err::kMalformed, "reply has no 'ok'"});
+  if (ok->get<bool>()) return j.value("data", nlohmann::json::object());
+  const auto& e = j.value("error", nlohmann::json::object());
+  return std::unexpected(Error{e.value("code", std::string(err::kInternal)), e.value("message", std::string("unknown error"))});
+}
+
+}  // namespace ar::proto

@@ -1,0 +1,15 @@
+#include "options.hpp"
+
+#include <string_view>
+
+namespace ar::plugin {
+
+std::expected<bool, std::string> parse_auto_resume_value(const char* value) {
+  if (value == nullptr) return true;
+  std::string_view v(value);
+  if (v == "1") return true;
+  if (v == "0") return false;
+  return std::unexpected("invalid value '" + std::string(v) + "' for --" + kOptionName + ": expected 0 or 1");
+}
+
+}  // namespace ar::plugin

@@ -1,0 +1,194 @@
+// The SPANK entry points of auto_resume.so, and nothing else: each hook switches on the context and
+// hands over to plain C++ (options, plugstack_args, step_reporter) that is unit-tested without Slurm.
+//
+// Rules kept here: no exception crosses the C boundary (every hook catches everything); no hook ever
+// fails a job because of the daemon; every message starts with "auto-resume: ".
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+// spank.h declares the slurm_spank_* hooks outside its own extern "C" block: include it as C.
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include "auto_resume/protocol.hpp"
+#include "options.hpp"
+#include "plugstack_args.hpp"
+#include "spank_handle.hpp"
+#include "step_reporter.hpp"
+
+extern "C" {
+// SPANK_PLUGIN(auto_resume, 1) spelled out, so the symbols get C linkage and default visibility.
+extern const char plugin_name[] __attribute__((visibility("default")));
+extern const char plugin_type[] __attribute__((visibility("default")));
+extern const unsigned int plugin_version __attribute__((visibility("default")));
+extern const unsigned int spank_plugin_version __attribute__((visibility("default")));
+const char plugin_name[] = "auto_resume";
+const char plugin_type[] = "spank";
+const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+const unsigned int spank_plugin_version = 1;
+}
+
+namespace {
+
+using ar::plugin::SpankHandle;
+using ar::plugin::StepReporter;
+
+constexpr const char* kPrefix = "auto-resume: ";
+
+// State of this process. slurmstepd runs one process per step, so "per process" is "per step".
+struct PluginState {
+  bool configured = false;           // plugstack arguments parsed without error
+  ar::plugin::PlugstackArgs args;
+  std::optional<bool> auto_resume;   // set by the option callback when the user gave the option
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string node;
+  std::unique_ptr<StepReporter> reporter;
+};
+
+PluginState& state() {
+  static PluginState s;
+  return s;
+}
+
+void log_error(const std::string& what) { slurm_error("%s%s", kPrefix, what.c_str()); }
+
+int option_callback(int /*val*/, const char* optarg, int /*remote*/) {
+  try {
+    auto v = ar::plugin::parse_auto_resume_value(optarg);
+    if (!v) {
+      log_error(v.error());
+      return -1;  // refuses the command line: sbatch/srun/salloc exit non-zero before submitting
+    }
+    state().auto_resume = *v;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Slurm keeps a pointer to the option, so it must outlive the call.
+struct spank_option auto_resume_option = {
+    const_cast<char*>(ar::plugin::kOptionName), const_cast<char*>("[0|1]"),
+    const_cast<char*>("Requeue and restart this job (or step) from its last checkpoint when a node it runs on "
+                      "is found faulty. --auto-resume alone means 1; 0 opts a step out."),
+    2, 0, option_callback};
+
+bool is_reported_step(std::uint32_t step_id) {
+  // The extern step holds no user tasks; every other step (batch script, srun steps) is reported.
+  return step_id != ar::proto::kExternStep;
+}
+
+void start_step(spank_t sp) {
+  auto& s = state();
+  SpankHandle h(sp);
+  auto job = h.u32(S_JOB_ID);
+  auto step = h.u32(S_JOB_STEPID);
+  auto node = h.job_env("SLURMD_NODENAME");
+  if (!job || !step || !node) {
+    log_error("cannot read job id, step id or SLURMD_NODENAME; this step is not reported");
+    return;
+  }
+  if (!is_reported_step(*step)) return;
+  auto path = ar::plugin::expand_socket_template(s.args.socket_template, *node);
+  if (!path) {
+    log_error(path.error());
+    return;
+  }
+  s.job_id = *job;
+  s.step_id = *step;
+  s.node = *node;
+  s.reporter = std::make_unique<StepReporter>(*path, s.args.timeout, s.args.step_budget, log_error);
+
+  ar::proto::StepStart msg;
+  msg.job_id = *job;
+  msg.step_id = *step;
+  msg.node = *node;
+  msg.uid = h.uid().value_or(0);
+  msg.auto_resume = s.auto_resume.value_or(false);
+  msg.restart_count = 0;
+  if (auto rc = h.job_env("SLURM_RESTART_COUNT")) {
+    try {
+      msg.restart_count = static_cast<std::uint32_t>(std::stoul(*rc));
+    } catch (...) {
+      log_error("SLURM_RESTART_COUNT='" + *rc + "' is not a number; reporting 0");
+    }
+  }
+  s.reporter->report(msg);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, char** av) {
+  try {
+    auto& s = state();
+    std::vector<std::string> words(av, av + ac);
+    auto args = ar::plugin::parse_plugstack_args(words);
+    if (args) {
+      s.args = *args;
+      s.configured = true;
+    } else {
+      // A misconfigured plugstack line is loud, but must not stop every job on the cluster:
+      // the option stays registered (scripts using it keep working) and nothing is reported.
+      log_error("plugstack.conf: " + args.error() + "; the plugin is disabled");
+    }
+    if (spank_option_register(sp, &auto_resume_option) != ESPANK_SUCCESS) {
+      log_error("cannot register --auto-resume");
+    }
+  } catch (...) {
+    slurm_error("auto-resume: init: unexpected error; the plugin is disabled");
+    state().configured = false;
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  try {
+    if (spank_context() == S_CTX_REMOTE && state().configured) start_step(sp);
+  } catch (...) {
+    slurm_error("auto-resume: step start: unexpected error");
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int slurm_spank_task_exit(spank_t sp, int, char**) {
+  try {
+    auto& s = state();
+    if (spank_context() != S_CTX_REMOTE || !s.reporter) return 0;
+    SpankHandle h(sp);
+    ar::proto::TaskExit msg;
+    msg.job_id = s.job_id;
+    msg.step_id = s.step_id;
+    msg.node = s.node;
+    msg.task_rank = h.u32(S_TASK_GLOBAL_ID).value_or(0);
+    msg.wait_status = h.i32(S_TASK_EXIT_STATUS).value_or(0);
+    s.reporter->report(msg);
+  } catch (...) {
+    slurm_error("auto-resume: task exit: unexpected error");
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int slurm_spank_exit(spank_t, int, char**) {
+  try {
+    auto& s = state();
+    if (spank_context() != S_CTX_REMOTE || !s.reporter) return 0;
+    ar::proto::StepEnd msg;
+    msg.job_id = s.job_id;
+    msg.step_id = s.step_id;
+    msg.node = s.node;
+    s.reporter->report(msg);
+    s.reporter.reset();
+  } catch (...) {
+    slurm_error("auto-resume: step end: unexpected error");
+  }
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything the project needs to build and test, from Debian's registry only.
+# Used by the README's two commands and by CI (.ci/run). Safe to run again.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake pkg-config
+  # Slurm 22.05: spank.h/slurm.h to build the plugin; daemons and clients for the test cluster
+  libslurm-dev slurmctld slurmd slurm-client munge
+  # daemon libraries (see README "Dependencies")
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
+  libsystemd-dev libcurl4-openssl-dev libasio-dev
+  # tests
+  googletest libgtest-dev libgmock-dev procps python3
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The Debian packages enable and try to start system-wide munge/slurm services; the project runs its
+# own instances under a temp dir, so stop any that a package start-up left running (no systemd here is fine).
+for svc in slurmctld slurmd munge; do
+  $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+done

@@ -1,0 +1,26 @@
+#include <gtest/gtest.h>
+
+#include "format.hpp"
+
+using nlohmann::json;
+
+TEST(HealthctlFormat, JobsTableShowsFlagStepAndExit) {
+  json d = R"({"node":"n2","jobs":[{"job_id":42,"uid":0,"restart_count":0,"auto_resume":true,"running":false,
+    "steps":[{"step":"batch","step_id":4294967291,"restart_count":0,"auto_resume":true,"running":false,"task_exits":[]},
+             {"step":"0","step_id":0,"restart_count":0,"auto_resume":true,"running":false,
+              "task_exits":[{"task_rank":1,"wait_status":768,"description":"exit 3"}]}]}]})"_json;
+  auto out = ar::healthctl::format_jobs(d);
+  EXPECT_NE(out.find("42"), std::string::npos) << out;
+  EXPECT_NE(out.find("yes"), std::string::npos) << out;
+  EXPECT_NE(out.find("task 1: exit 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("batch"), std::string::npos) << out;
+}
+
+TEST(HealthctlFormat, EmptyJobsSaySo) {
+  EXPECT_EQ(ar::healthctl::format_jobs(json{{"node", "n1"}, {"jobs", json::array()}}), "no jobs known on node n1\n");
+}
+
+TEST(HealthctlFormat, StatusNamesNode) {
+  auto out = ar::healthctl::format_status(json{{"node", "n3"}, {"version", "0.1"}, {"checks", json::array()}});
+  EXPECT_NE(out.find("n3"), std::string::npos);
+}

@@ -1,0 +1,123 @@
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "state/job_registry.hpp"
+#include "temp_dir.hpp"
+
+using namespace ar::healthd;
+using namespace std::chrono_literals;
+namespace proto = ar::proto;
+
+namespace {
+const WallClock::time_point t0 = WallClock::time_point(std::chrono::seconds(1'700'000'000));
+}
+
+TEST(JobRegistry, TracksStepsAndExits) {
+  ar::test::TempDir dir;
+  JobRegistry r(dir / "jobs.json");
+  r.step_started({5, proto::kBatchStep, "n1", 1000, true, 0}, t0);
+  r.step_started({5, 0, "n1", 1000, true, 0}, t0 + 1s);
+  r.task_exited({5, 0, "n1", 0, 768}, t0 + 2s);
+  r.step_ended({5, 0, "n1"}, t0 + 2s);
+  const auto& job = r.jobs().at(5);
+  EXPECT_TRUE(job.auto_resume());
+  EXPECT_TRUE(job.running());  // the batch step still runs
+  const auto& step = job.steps.at({0, 0});
+  EXPECT_FALSE(step.running);
+  ASSERT_EQ(step.task_exits.size(), 1u);
+  EXPECT_EQ(step.task_exits[0].wait_status, 768);
+  r.step_ended({5, proto::kBatchStep, "n1"}, t0 + 3s);
+  EXPECT_FALSE(r.jobs().at(5).running());
+}
+
+TEST(JobRegistry, BatchStepFlagDecidesTheJob) {
+  JobRegistry r("/nonexistent");
+  r.step_started({1, proto::kBatchStep, "n1", 0, false, 0}, t0);
+  r.step_started({1, 0, "n1", 0, true, 0}, t0);
+  EXPECT_FALSE(r.jobs().at(1).auto_resume());
+  // An salloc/srun job has no batch step: any flagged step makes it auto-resume.
+  r.step_started({2, 0, "n1", 0, true, 0}, t0);
+  EXPECT_TRUE(r.jobs().at(2).auto_resume());
+}
+
+TEST(JobRegistry, RequeuedJobKeepsAttemptsApart) {
+  JobRegistry r("/nonexistent");
+  r.step_started({9, 0, "n1", 0, true, 0}, t0);
+  r.step_ended({9, 0, "n1"}, t0 + 1s);
+  r.step_started({9, 0, "n1", 0, true, 1}, t0 + 5s);
+  const auto& job = r.jobs().at(9);
+  EXPECT_EQ(job.restart_count, 1u);
+  EXPECT_EQ(job.steps.size(), 2u);
+  EXPECT_TRUE(job.steps.at({1, 0}).running);
+  EXPECT_FALSE(job.steps.at({0, 0}).running);
+  // A late message of the older attempt does not roll the job back.
+  r.step_started({9, 1, "n1", 0, true, 0}, t0 + 6s);
+  EXPECT_EQ(r.jobs().at(9).restart_count, 1u);
+}
+
+TEST(JobRegistry, ExitWithoutStartIsKept) {
+  JobRegistry r("/nonexistent");
+  r.task_exited({3, 0, "n1", 2, 9}, t0);
+  ASSERT_EQ(r.jobs().count(3), 1u);
+  EXPECT_EQ(r.jobs().at(3).steps.at({0, 0}).task_exits.at(0).task_rank, 2u);
+}
+
+TEST(JobRegistry, PersistsAndReloads) {
+  ar::test::TempDir dir;
+  {
+    JobRegistry r(dir / "jobs.json");
+    r.step_started({5, 0, "n1", 1000, true, 1}, t0);
+    r.task_exited({5, 0, "n1", 1, 9}, t0 + 1s);
+    ASSERT_TRUE(r.save());
+  }
+  JobRegistry again(dir / "jobs.json");
+  ASSERT_TRUE(again.load());
+  const auto& job = again.jobs().at(5);
+  EXPECT_EQ(job.uid, 1000u);
+  EXPECT_EQ(job.restart_count, 1u);
+  const auto& step = job.steps.at({1, 0});
+  EXPECT_TRUE(step.auto_resume);
+  EXPECT_TRUE(step.running);
+  EXPECT_EQ(step.started_at, t0);
+  ASSERT_EQ(step.task_exits.size(), 1u);
+  EXPECT_EQ(step.task_exits[0].wait_status, 9);
+  EXPECT_FALSE(std::filesystem::exists(dir / "jobs.json.tmp"));
+}
+
+TEST(JobRegistry, MissingFileIsEmptyCorruptFileIsAnError) {
+  ar::test::TempDir dir;
+  JobRegistry missing(dir / "jobs.json");
+  EXPECT_TRUE(missing.load());
+  EXPECT_TRUE(missing.jobs().empty());
+
+  std::ofstream(dir / "jobs.json") << "{\"version\":1,\"jobs\":[{\"job_id\":";
+  JobRegistry corrupt(dir / "jobs.json");
+  auto r = corrupt.load();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("jobs.json"), std::string::npos);
+
+  std::ofstream(dir / "jobs.json", std::ios::trunc) << R"({"version":1,"jobs":[{"job_id":"x"}]})";
+  r = corrupt.load();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("bad content"), std::string::npos) << r.error();
+}
+
+TEST(JobRegistry, PruneDropsOnlyOldFinishedJobs) {
+  JobRegistry r("/nonexistent");
+  r.step_started({1, 0, "n1", 0, false, 0}, t0);
+  r.step_ended({1, 0, "n1"}, t0 + 1s);
+  r.step_started({2, 0, "n1", 0, false, 0}, t0);  // still running
+  r.step_started({3, 0, "n1", 0, false, 0}, t0);
+  r.step_ended({3, 0, "n1"}, t0 + 100s);
+  EXPECT_EQ(r.prune(t0 + 120s, 60s), 1u);
+  EXPECT_EQ(r.jobs().count(1), 0u);
+  EXPECT_EQ(r.jobs().count(2), 1u);
+  EXPECT_EQ(r.jobs().count(3), 1u);
+}
+
+TEST(WaitStatus, Describes) {
+  EXPECT_EQ(describe_wait_status(768), "exit 3");
+  EXPECT_EQ(describe_wait_status(0), "exit 0");
+  EXPECT_EQ(describe_wait_status(9).rfind("signal 9", 0), 0u);
+}

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include "auto_resume/protocol.hpp"
+
+using namespace ar::proto;
+
+TEST(Protocol, EveryRequestRoundTrips) {
+  StepStart s{7, 0, "n1", 1000, true, 2};
+  auto r = parse_request(to_json(Request{s}).dump());
+  ASSERT_TRUE(r) << r.error().message;
+  auto got = std::get<StepStart>(*r);
+  EXPECT_EQ(got.job_id, 7u);
+  EXPECT_EQ(got.node, "n1");
+  EXPECT_EQ(got.uid, 1000u);
+  EXPECT_TRUE(got.auto_resume);
+  EXPECT_EQ(got.restart_count, 2u);
+
+  TaskExit t{7, kBatchStep, "n2", 3, 768};
+  r = parse_request(to_json(Request{t}).dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(std::get<TaskExit>(*r).wait_status, 768);
+  EXPECT_EQ(std::get<TaskExit>(*r).step_id, kBatchStep);
+
+  r = parse_request(to_json(Request{StepEnd{7, 1, "n3"}}).dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(std::get<StepEnd>(*r).step_id, 1u);
+
+  EXPECT_TRUE(std::holds_alternative<Ping>(*parse_request(R"({"v":1,"type":"ping"})")));
+  EXPECT_TRUE(std::holds_alternative<StatusQuery>(*parse_request(R"({"v":1,"type":"status"})")));
+  EXPECT_TRUE(std::holds_alternative<JobsQuery>(*parse_request(R"({"v":1,"type":"jobs"})")));
+}
+
+TEST(Protocol, EncodedMessageIsOneLine) {
+  StepStart s{1, 2, "node\nwith newline", 0, false, 0};
+  auto line = encode(to_json(Request{s}));
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+}
+
+static std::string error_code_of(std::string_view line) {
+  auto r = parse_request(line);
+  EXPECT_FALSE(r.has_value()) << line;
+  return r ? "" : r.error().code;
+}
+
+TEST(Protocol, ErrorsSayWhatIsWrong) {
+  EXPECT_EQ(error_code_of("not json"), err::kMalformed);
+  EXPECT_EQ(error_code_of("[1,2]"), err::kMalformed);
+  EXPECT_EQ(error_code_of(R"({"type":"ping"})"), err::kBadVersion);
+  EXPECT_EQ(error_code_of(R"({"v":2,"type":"ping"})"), err::kBadVersion);
+  EXPECT_EQ(error_code_of(R"({"v":"1","type":"ping"})"), err::kBadVersion);
+  EXPECT_EQ(error_code_of(R"({"v":1,"type":"reboot_everything"})"), err::kUnknownType);
+  EXPECT_EQ(error_code_of(R"({"v":1})"), err::kBadField);
+  EXPECT_EQ(error_code_of(R"({"v":1,"type":"step_end","job_id":1,"node":"n1"})"), err::kBadField);
+  EXPECT_EQ(error_code_of(R"({"v":1,"type":"step_end","job_id":-1,"step_id":0,"node":"n1"})"), err::kBadField);
+  EXPECT_EQ(error_code_of(R"({"v":1,"type":"step_end","job_id":4294967296,"step_id":0,"node":"n1"})"), err::kBadField);
+  EXPECT_EQ(error_code_of(R"({"v":1,"type":"step_end","job_id":1,"step_id":0,"node":""})"), err::kBadField);
+  EXPECT_EQ(error_code_of(std::string(kMaxMessageBytes + 1, ' ')), err::kTooLarge);
+}
+
+TEST(Protocol, MissingFieldIsNamed) {
+  auto r = parse_request(R"({"v":1,"type":"task_exit","job_id":1,"step_id":0,"node":"n1","task_rank":0})");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("wait_status"), std::string::npos);
+}
+
+TEST(Protocol, RepliesParse) {
+  auto ok = parse_reply(ok_reply({{"x", 1}}).dump());
+  ASSERT_TRUE(ok);
+  EXPECT_EQ((*ok)["x"], 1);
+  auto bad = parse_reply(error_reply({err::kUnknownType, "nope"}).dump());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, err::kUnknownType);
+  EXPECT_EQ(bad.error().message, "nope");
+  EXPECT_FALSE(parse_reply("garbage"));
+}
+
+TEST(Protocol, StepNames) {
+  EXPECT_EQ(step_name(kBatchStep), "batch");
+  EXPECT_EQ(step_name(kExternStep), "extern");
+  EXPECT_EQ(step_name(3), "3");
+}
