@@ -4,9 +4,10 @@
 
 namespace ar::plugin {
 
-std::expected<bool, std::string> parse_auto_resume_value(const char* value) {
+std::expected<bool, std::string> parse_auto_resume_value(const char* value, ValueSource source) {
   if (value == nullptr) return true;
   std::string_view v(value);
+  if (source == ValueSource::forwarded_by_slurm && (v.empty() || v == "(null)")) return true;
   if (v == "1") return true;
   if (v == "0") return false;
   return std::unexpected("invalid value '" + std::string(v) + "' for --" + kOptionName + ": expected 0 or 1");

@@ -8,8 +8,20 @@ namespace ar::plugin {
 
 inline constexpr const char* kOptionName = "auto-resume";
 
+// Where an option value came from. Slurm 22.05 forwards a bare `--auto-resume` to slurmstepd as an
+// empty string, and to the srun commands inside a batch script (through the variable
+// SLURM_SPANK__SLURM_SPANK_OPTION_auto_resume_auto_resume) as the literal text "(null)". On a command
+// line, only a user typing `--auto-resume=` gives an empty value, which is refused.
+enum class ValueSource { command_line, forwarded_by_slurm };
+
 // `value` is the option argument as Slurm hands it to the callback: nullptr when the user wrote the
-// bare flag (which means 1). Anything but "0" or "1" is refused with a message naming the value.
-std::expected<bool, std::string> parse_auto_resume_value(const char* value);
+// bare flag (which means 1). Anything but "0" or "1" is refused with a message naming the value,
+// except the forms in which Slurm itself forwards a bare flag ("" and "(null)").
+std::expected<bool, std::string> parse_auto_resume_value(const char* value,
+                                                         ValueSource source = ValueSource::command_line);
+
+// The environment variable through which Slurm forwards the option from sbatch/salloc to the srun
+// commands inside the allocation.
+inline constexpr const char* kForwardedOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_auto_resume_auto_resume";
 
 }  // namespace ar::plugin

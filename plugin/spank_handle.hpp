@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
 // spank.h declares the slurm_spank_* hooks outside its own extern "C" block: include it as C.
 extern "C" {
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
 
@@ -32,6 +34,28 @@ class SpankHandle {
     uid_t v = 0;
     if (spank_get_item(sp_, S_JOB_UID, &v) != ESPANK_SUCCESS) return std::nullopt;
     return static_cast<std::uint32_t>(v);
+  }
+
+  // This node's Slurm name: the entry of the step's node list at this node's relative id. The job
+  // environment's SLURMD_NODENAME cannot be trusted here: at the hooks' time it is still the value
+  // srun inherited from the batch script, i.e. the batch host's name, on every node of the step (and
+  // the batch step does not have it yet). Remote context only.
+  std::optional<std::string> node_name(bool batch_step) const {
+    auto node_id = u32(S_JOB_NODEID);
+    // The batch step runs on the first node of the job; an srun step's nodes are SLURM_STEP_NODELIST.
+    auto list = job_env(batch_step ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
+    if (!node_id || !list) return std::nullopt;
+    hostlist_t hosts = slurm_hostlist_create(list->c_str());
+    if (hosts == nullptr) return std::nullopt;
+    std::optional<std::string> name;
+    for (std::uint32_t i = 0; i <= *node_id; ++i) {
+      char* host = slurm_hostlist_shift(hosts);
+      if (host == nullptr) break;
+      if (i == *node_id) name = host;
+      std::free(host);
+    }
+    slurm_hostlist_destroy(hosts);
+    return name;
   }
 
   // A variable of the job's environment (remote context only).

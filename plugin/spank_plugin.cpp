@@ -4,9 +4,11 @@
 // Rules kept here: no exception crosses the C boundary (every hook catches everything); no hook ever
 // fails a job because of the daemon; every message starts with "auto-resume: ".
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // spank.h declares the slurm_spank_* hooks outside its own extern "C" block: include it as C.
@@ -57,9 +59,21 @@ PluginState& state() {
 
 void log_error(const std::string& what) { slurm_error("%s%s", kPrefix, what.c_str()); }
 
-int option_callback(int /*val*/, const char* optarg, int /*remote*/) {
+// Tells a value Slurm forwarded from one the user typed. In slurmstepd every value was forwarded. In
+// srun, a value equal to the allocation's forwarded option variable came from that variable (Slurm
+// processes it before the command line). The one ambiguity left: a user typing exactly the forwarded
+// text on srun's command line inside such a job, which is then read as the bare flag.
+ar::plugin::ValueSource value_source(int remote, const char* optarg) {
+  using ar::plugin::ValueSource;
+  if (remote) return ValueSource::forwarded_by_slurm;
+  const char* env = std::getenv(ar::plugin::kForwardedOptionEnv);
+  if (optarg != nullptr && env != nullptr && std::string_view(optarg) == env) return ValueSource::forwarded_by_slurm;
+  return ValueSource::command_line;
+}
+
+int option_callback(int /*val*/, const char* optarg, int remote) {
   try {
-    auto v = ar::plugin::parse_auto_resume_value(optarg);
+    auto v = ar::plugin::parse_auto_resume_value(optarg, value_source(remote, optarg));
     if (!v) {
       log_error(v.error());
       return -1;  // refuses the command line: sbatch/srun/salloc exit non-zero before submitting
@@ -88,12 +102,16 @@ void start_step(spank_t sp) {
   SpankHandle h(sp);
   auto job = h.u32(S_JOB_ID);
   auto step = h.u32(S_JOB_STEPID);
-  auto node = h.job_env("SLURMD_NODENAME");
-  if (!job || !step || !node) {
-    log_error("cannot read job id, step id or SLURMD_NODENAME; this step is not reported");
+  if (!job || !step) {
+    log_error("cannot read the job or step id; this step is not reported");
     return;
   }
+  auto node = h.node_name(*step == ar::proto::kBatchStep);
   if (!is_reported_step(*step)) return;
+  if (!node) {
+    log_error("cannot find this node's name in the step's node list; this step is not reported");
+    return;
+  }
   auto path = ar::plugin::expand_socket_template(s.args.socket_template, *node);
   if (!path) {
     log_error(path.error());
@@ -110,14 +128,7 @@ void start_step(spank_t sp) {
   msg.node = *node;
   msg.uid = h.uid().value_or(0);
   msg.auto_resume = s.auto_resume.value_or(false);
-  msg.restart_count = 0;
-  if (auto rc = h.job_env("SLURM_RESTART_COUNT")) {
-    try {
-      msg.restart_count = static_cast<std::uint32_t>(std::stoul(*rc));
-    } catch (...) {
-      log_error("SLURM_RESTART_COUNT='" + *rc + "' is not a number; reporting 0");
-    }
-  }
+  msg.restart_count = h.u32(S_SLURM_RESTART_COUNT).value_or(0);
   s.reporter->report(msg);
 }
 

@@ -12,7 +12,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
   libsystemd-dev libcurl4-openssl-dev libasio-dev
   # tests
-  googletest libgtest-dev libgmock-dev procps python3
+  googletest libgtest-dev libgmock-dev bats procps python3
 )
 
 SUDO=""

@@ -21,6 +21,15 @@ TEST(AutoResumeOption, RefusesAnythingElseNamingTheValue) {
   }
 }
 
+TEST(AutoResumeOption, EmptyValueForwardedBySlurmIsTheBareFlag) {
+  EXPECT_EQ(parse_auto_resume_value("", ValueSource::forwarded_by_slurm), true);
+  EXPECT_EQ(parse_auto_resume_value("(null)", ValueSource::forwarded_by_slurm), true);
+  EXPECT_FALSE(parse_auto_resume_value("(null)", ValueSource::command_line));
+  EXPECT_EQ(parse_auto_resume_value("0", ValueSource::forwarded_by_slurm), false);
+  EXPECT_FALSE(parse_auto_resume_value("yes", ValueSource::forwarded_by_slurm));
+  EXPECT_FALSE(parse_auto_resume_value("", ValueSource::command_line));
+}
+
 TEST(PlugstackArgs, DefaultsWithoutArguments) {
   auto a = parse_plugstack_args({});
   ASSERT_TRUE(a);

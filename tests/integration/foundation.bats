@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# The foundation on a real cluster: the option, its validation, step reporting to each node's
+# healthd, and jobs running normally when healthd is down.
+
+load helpers
+
+@test "--auto-resume is listed by sbatch, srun and salloc --help" {
+  for cmd in sbatch srun salloc; do
+    run "$cmd" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--auto-resume"* ]] || { echo "$cmd --help lacks --auto-resume"; return 1; }
+  done
+}
+
+@test "a bad --auto-resume value is refused before anything is submitted" {
+  local tag; tag=$(test_tag)
+  for bad in yes 2 -1 ""; do
+    run sbatch --job-name="$tag" --auto-resume="$bad" --wrap true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"invalid value '$bad' for --auto-resume: expected 0 or 1"* ]]
+    run srun --job-name="$tag" --auto-resume="$bad" true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"invalid value '$bad' for --auto-resume"* ]]
+  done
+  run squeue -h -n "$tag"
+  [ -z "$output" ]
+  run scontrol show job -o
+  [[ "$output" != *"JobName=$tag "* ]]
+}
+
+@test "an auto-resume job's failing srun step is reported to the healthd of each of its nodes" {
+  local job
+  job=$(submit -N2 -w n2,n3 --auto-resume=1 -o /dev/null --wrap 'srun -N2 -n2 bash -c "exit 3"; exit 0')
+  wait_until 60 job_finished "$job"
+  for node in n2 n3; do
+    wait_until 10 job_field "$node" "$job" 'job["job_id"]'
+    [ "$(job_field "$node" "$job" 'job["auto_resume"]')" = True ]
+    # step 0 carries the flag from sbatch although srun did not repeat it, and its task exited 3
+    [ "$(job_field "$node" "$job" '[s["auto_resume"] for s in job["steps"] if s["step"] == "0"][0]')" = True ]
+    [ "$(job_field "$node" "$job" '[e["wait_status"] for s in job["steps"] if s["step"] == "0" for e in s["task_exits"]]')" = "[768]" ]
+    [ "$(job_field "$node" "$job" '[s["running"] for s in job["steps"] if s["step"] == "0"][0]')" = False ]
+  done
+  # the batch step runs on the first node only
+  [ "$(job_field n2 "$job" '[s["step"] for s in job["steps"]]')" = "['0', 'batch']" ]
+  run healthctl_on n2 jobs
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"$job"*"yes"* ]]
+  [[ "$output" == *"task 0: exit 3"* ]]
+}
+
+@test "a job without the flag is reported as not auto-resume" {
+  local job
+  job=$(submit -N1 -w n1 -o /dev/null --wrap 'srun true')
+  wait_until 60 job_finished "$job"
+  wait_until 10 job_field n1 "$job" 'job["job_id"]'
+  [ "$(job_field n1 "$job" 'job["auto_resume"]')" = False ]
+  [ "$(job_field n1 "$job" '[s["auto_resume"] for s in job["steps"]]')" = "[False, False]" ]
+}
+
+@test "srun --auto-resume=0 opts one step out of an auto-resume job" {
+  local job
+  job=$(submit -N1 -w n1 --auto-resume -o /dev/null --wrap 'srun --auto-resume=0 true; srun true')
+  wait_until 60 job_finished "$job"
+  wait_until 10 job_field n1 "$job" '[s for s in job["steps"] if s["step"] == "1"][0]'
+  [ "$(job_field n1 "$job" 'job["auto_resume"]')" = True ]
+  [ "$(job_field n1 "$job" '[s["auto_resume"] for s in job["steps"] if s["step"] == "0"][0]')" = False ]
+  [ "$(job_field n1 "$job" '[s["auto_resume"] for s in job["steps"] if s["step"] == "1"][0]')" = True ]
+}
+
+@test "a restarted healthd still knows the jobs it saw" {
+  local job
+  job=$(submit -N1 -w n1 --auto-resume=1 -o /dev/null --wrap 'srun true')
+  wait_until 60 job_finished "$job"
+  wait_until 10 job_field n1 "$job" 'job["job_id"]'
+  cluster restart-healthd n1
+  [ "$(job_field n1 "$job" 'job["auto_resume"]')" = True ]
+}
+
+@test "with healthd stopped on a node, jobs there run and finish normally, and healthctl says it is down" {
+  local job out
+  cluster stop-healthd n3
+  out="${AR_CLUSTER_DIR}/nohealthd-$$.out"
+  job=$(submit -N1 -w n3 --auto-resume=1 -o "$out" --wrap 'srun bash -c "echo step-ran"; echo script-ran')
+  wait_until 60 job_finished "$job"
+  local state; state=$(job_state "$job")
+  run healthctl_on n3 ping
+  local ping_status=$status ping_output=$output
+  cluster start-healthd n3
+  [ "$state" = COMPLETED ]
+  grep -q step-ran "$out"
+  grep -q script-ran "$out"
+  [ "$ping_status" -eq 1 ]
+  [ "$(echo "$ping_output" | wc -l)" -eq 1 ]
+  [[ "$ping_output" == "healthctl: ping: healthd at "*"not answering"* ]]
+  # the plugin logged the outage once per step, with its prefix, to slurmd's log
+  grep -q "auto-resume: healthd at .*healthd-n3.sock not reachable" "${AR_CLUSTER_DIR}"/log/slurmd-n3.log
+}
+
+@test "healthd answers a malformed message with an error reply on the cluster socket" {
+  run python3 - "$(socket_of n1)" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb")
+for line in [b"not json\n", b'{"v":7,"type":"ping"}\n', b'{"v":1,"type":"nope"}\n']:
+    f.write(line); f.flush(); print(json.loads(f.readline())["error"]["code"])
+PY
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = malformed ]
+  [ "${lines[1]}" = unsupported_version ]
+  [ "${lines[2]}" = unknown_type ]
+}
+
+@test "healthd refuses a config with an unknown key, naming file, line and key" {
+  local cfg="${AR_CLUSTER_DIR}/bad-$$.toml"
+  printf '[daemon]\nlog_level = "info"\nsokcet = "/tmp/x"\n' > "$cfg"
+  run "$AR_HEALTHD" --config "$cfg" --node nx --socket "${AR_CLUSTER_DIR}/run/bad.sock"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"$cfg:3:"*"unknown key 'sokcet' in [daemon]"* ]]
+}
