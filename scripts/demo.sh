@@ -25,6 +25,7 @@ source "$dir/env.sh"
 sinfo
 
 say "submitting: sbatch --auto-resume=1 -N2 (its srun step exits 3 on every task)"
+# shellcheck disable=SC2016 # expanded by the job, not here
 job=$(sbatch --parsable --auto-resume=1 -N2 -o "$dir/demo-%j.out" \
   --wrap 'srun bash -c "echo rank \$SLURM_PROCID on \$SLURMD_NODENAME; exit 3"; echo script done' | cut -d';' -f1)
 echo "job $job submitted"
