@@ -116,3 +116,45 @@ PY
   [ "$status" -ne 0 ]
   [[ "$output" == *"$cfg:3:"*"unknown key 'sokcet' in [daemon]"* ]]
 }
+
+@test "SIGHUP reloads the config; a broken config is refused and the running one kept" {
+  local pid log cfg="${AR_CLUSTER_DIR}/etc/healthd.toml" saved
+  pid=$(cat "${AR_CLUSTER_DIR}/run/healthd-n1.pid")
+  log="${AR_CLUSTER_DIR}/log/healthd-n1.log"
+  saved=$(cat "$cfg")
+  printf '[daemon]\nlog_level = "loud"\n' > "$cfg"
+  kill -HUP "$pid"
+  wait_until 10 grep -q "reload: keeping the running config: ${cfg}:2:" "$log"
+  healthctl_on n1 ping
+  printf '[daemon]\nlog_level = "debug"\n' > "$cfg"
+  kill -HUP "$pid"
+  wait_until 10 grep -q "reload: config ${cfg} reloaded" "$log"
+  printf '%s\n' "$saved" > "$cfg"
+  kill -HUP "$pid"
+  healthctl_on n1 ping
+}
+
+@test "healthd tells systemd it is ready, and stops cleanly on SIGTERM" {
+  local dir="${AR_CLUSTER_DIR}/notify-$$"
+  mkdir -p "$dir"
+  printf '[daemon]\nnode_name = "nx"\n' > "$dir/healthd.toml"
+  run python3 - "$AR_HEALTHD" "$dir" <<'PY'
+import os, signal, socket, subprocess, sys, time
+healthd, d = sys.argv[1], sys.argv[2]
+ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); ns.bind(d + "/notify.sock"); ns.settimeout(10)
+env = dict(os.environ, NOTIFY_SOCKET=d + "/notify.sock")
+p = subprocess.Popen([healthd, "--config", d + "/healthd.toml", "--socket", d + "/h.sock", "--state-dir", d + "/state"],
+                     env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(ns.recv(256).decode().strip())
+assert os.path.exists(d + "/h.sock")
+p.send_signal(signal.SIGTERM)
+print(ns.recv(256).decode().strip())
+print("exit", p.wait(timeout=10))
+print("socket left" if os.path.exists(d + "/h.sock") else "socket removed")
+PY
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "READY=1" ]
+  [ "${lines[1]}" = "STOPPING=1" ]
+  [ "${lines[2]}" = "exit 0" ]
+  [ "${lines[3]}" = "socket removed" ]
+}
