@@ -6,6 +6,12 @@
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
+#include "actions/slurm_client.hpp"
+#include "checks/kernel_log_check.hpp"
+#include "engine/engine.hpp"
+#include "engine/journal.hpp"
+#include "engine/responder.hpp"
+#include "engine/timeline.hpp"
 #include "server/request_handler.hpp"
 #include "server/socket_server.hpp"
 #include "state/job_registry.hpp"
@@ -13,10 +19,22 @@
 
 namespace ar::healthd {
 
+namespace {
+// "%n" in a path stands for the node name, so one config serves several daemons on one host.
+std::filesystem::path expand_node(const std::filesystem::path& p, const std::string& node) {
+  std::string s = p.string();
+  for (std::size_t pos; (pos = s.find("%n")) != std::string::npos;) s.replace(pos, 2, node);
+  return s;
+}
+}  // namespace
+
 void apply_overrides(Config& config, const Overrides& o) {
   if (!o.node_name.empty()) config.node_name = o.node_name;
   if (!o.socket.empty()) config.socket = o.socket;
   if (!o.state_dir.empty()) config.state_dir = o.state_dir;
+  config.socket = expand_node(config.socket, config.node_name);
+  config.state_dir = expand_node(config.state_dir, config.node_name);
+  config.host_root = expand_node(config.host_root, config.node_name);
 }
 
 namespace {
@@ -31,6 +49,42 @@ void quarantine(const std::filesystem::path& file) {
   std::filesystem::rename(file, aside, ec);
   spdlog::error("state: moved the unreadable registry to {}{}", aside.string(), ec ? ": " + ec.message() : "");
 }
+
+// The registry's view of what runs here, for the engine (which must not touch the registry itself).
+std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
+  std::vector<LocalJob> jobs;
+  for (const auto& [id, job] : registry.jobs())
+    if (job.running()) jobs.push_back({id, job.restart_count, job.auto_resume()});
+  return jobs;
+}
+
+// Connects the protocol to the engine: failures become sweeps, status and explain read its state.
+class HealthService : public HealthEvents {
+ public:
+  HealthService(Engine& engine, Timeline& timeline, JobRegistry& registry)
+      : engine_(engine), timeline_(timeline), registry_(registry) {}
+
+  void on_task_failure(const proto::TaskExit& exit, const JobRecord& job) override {
+    bool auto_resume = false;
+    if (auto it = job.steps.find({job.restart_count, exit.step_id}); it != job.steps.end())
+      auto_resume = it->second.auto_resume;
+    // Only auto-resume steps make healthd look at once; a faulty node under any job is still found
+    // by the periodic sweep and the kernel-log events.
+    if (!auto_resume) return;
+    timeline_.record(exit.job_id, {WallClock::now(), exit.node, "step failed",
+                                   "step " + proto::step_name(exit.step_id) + " task " +
+                                       std::to_string(exit.task_rank) + ": " + describe_wait_status(exit.wait_status)});
+    StepFailure f{exit.job_id, exit.step_id, job.restart_count, exit.task_rank, exit.wait_status, true};
+    engine_.request_sweep("job " + std::to_string(exit.job_id) + " step failed", running_jobs(registry_), f);
+  }
+  nlohmann::json health_status() override { return engine_.status(); }
+  nlohmann::json explain(std::uint32_t job_id) override { return timeline_.to_json(job_id); }
+
+ private:
+  Engine& engine_;
+  Timeline& timeline_;
+  JobRegistry& registry_;
+};
 
 }  // namespace
 
@@ -64,7 +118,31 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   auto persist = [&registry] {
     if (auto r = registry.save(); !r) spdlog::error("state: {}", r.error());
   };
-  RequestHandler handler(info, registry, persist);
+  Journal journal(config.state_dir / "journal.json");
+  if (auto r = journal.load(); !r) {
+    // Losing the journal could lose an action; refuse to run on a guess and say what to look at.
+    spdlog::critical("healthd: journal: {} (move it aside to start without it)", r.error());
+    return 1;
+  }
+  Timeline timeline(config.state_dir / "timeline.json");
+  if (auto r = timeline.load(); !r) {
+    spdlog::error("healthd: timeline: {}", r.error());
+    quarantine(config.state_dir / "timeline.json");
+  }
+  if (!journal.pending().empty())
+    spdlog::warn("journal: {} action(s) left pending by the last run will be carried out", journal.pending().size());
+
+  ScontrolClient slurm(config.slurm.scontrol, config.slurm.timeout);
+  Responder responder(config.node_name, config.policy, slurm, journal, timeline);
+  std::vector<std::shared_ptr<Check>> checks;
+  std::shared_ptr<KernelLogCheck> kernel_log;
+  if (config.kernel_log.enabled) {
+    kernel_log = std::make_shared<KernelLogCheck>(config.kernel_log, config.host_root);
+    checks.push_back(kernel_log);
+  }
+  Engine engine(checks, responder, config.policy.check_deadline);
+  HealthService service(engine, timeline, registry);
+  RequestHandler handler(info, registry, persist, &service);
 
   asio::io_context io;
   SocketServer server(io, config.socket, handler);
@@ -86,6 +164,28 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   };
   schedule_prune();
 
+  // Periodic sweeps catch faults no event announces; the first one runs at start.
+  asio::steady_timer sweep_timer(io);
+  std::function<void()> schedule_sweep = [&] {
+    engine.request_sweep("periodic", running_jobs(registry));
+    sweep_timer.expires_after(config.policy.check_interval);
+    sweep_timer.async_wait([&](const asio::error_code& e) {
+      if (!e) schedule_sweep();
+    });
+  };
+
+  // Kernel-log events: a new fault line makes the node be judged now, not at the next sweep, so a job
+  // hung on a dead GPU is requeued without waiting for it to exit.
+  asio::steady_timer kmsg_timer(io);
+  std::function<void()> schedule_kmsg = [&] {
+    kmsg_timer.expires_after(config.kernel_log.poll_interval);
+    kmsg_timer.async_wait([&](const asio::error_code& e) {
+      if (e) return;
+      if (kernel_log->poll()) engine.request_sweep("kernel log event", running_jobs(registry));
+      schedule_kmsg();
+    });
+  };
+
   asio::signal_set stop_signals(io, SIGTERM, SIGINT);
   stop_signals.async_wait([&](const asio::error_code& e, int sig) {
     if (e) return;
@@ -93,6 +193,8 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     sd_notify(0, "STOPPING=1");
     server.stop();
     prune_timer.cancel();
+    sweep_timer.cancel();
+    kmsg_timer.cancel();
     io.stop();
   });
 
@@ -111,6 +213,9 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
           spdlog::warn("reload: node_name, socket and state_dir take effect only on restart");
         config.log_level = fresh->log_level;
         config.ended_job_retention = fresh->ended_job_retention;
+        // Policy is read on the engine thread: hand it over there. Checks are rebuilt only on restart.
+        engine.reconfigure(fresh->policy);
+        config.policy = fresh->policy;
         set_log_level(config.log_level);
         spdlog::info("reload: config {} reloaded", config_file.string());
       }
@@ -120,8 +225,12 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   };
   wait_reload();
 
+  engine.start();
+  schedule_sweep();
+  if (kernel_log) schedule_kmsg();
   sd_notify(0, "READY=1");
   io.run();
+  engine.stop();
   persist();
   spdlog::info("healthd stopped");
   return 0;

@@ -176,7 +176,11 @@ std::expected<void, std::string> ScontrolClient::requeue(std::uint32_t job_id) {
 }
 
 std::expected<void, std::string> ScontrolClient::release_hold(std::uint32_t job_id) {
-  auto r = scontrol({"update", "jobid=" + std::to_string(job_id), "starttime=now"});
+  // Not "now": slurmd refuses to launch a job on a node that killed the same job id within the same
+  // second ("Job N already killed, do not launch batch job": its credential revocation is stamped in
+  // whole seconds), which fails the restarted job outright. One second later is always safe, because
+  // the hold is only released once every node has reported the kill (the job left COMPLETING).
+  auto r = scontrol({"update", "jobid=" + std::to_string(job_id), "starttime=now+1"});
   if (!r) return std::unexpected(r.error());
   return {};
 }

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include <unistd.h>
@@ -50,13 +51,115 @@ Reader seconds_key(std::chrono::seconds Config::*member, long min, long max) {
   };
 }
 
-const std::map<std::string, std::map<std::string, Reader>>& schema() {
-  static const std::map<std::string, std::map<std::string, Reader>> s = {
+// Readers for nested structs: `get` picks the member struct out of the Config.
+template <typename S, typename T>
+Reader nested(S Config::*outer, T S::*inner, std::function<std::expected<T, std::string>(const toml::node&)> read) {
+  return [=](const toml::node& n, Config& c) -> std::expected<void, std::string> {
+    auto v = read(n);
+    if (!v) return std::unexpected(v.error());
+    (c.*outer).*inner = *v;
+    return {};
+  };
+}
+
+std::function<std::expected<std::uint32_t, std::string>(const toml::node&)> uint_in(std::int64_t min, std::int64_t max) {
+  return [=](const toml::node& n) -> std::expected<std::uint32_t, std::string> {
+    if (!n.is_integer()) return std::unexpected("must be an integer");
+    auto v = *n.value<std::int64_t>();
+    if (v < min || v > max) return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return static_cast<std::uint32_t>(v);
+  };
+}
+
+template <typename D>
+std::function<std::expected<D, std::string>(const toml::node&)> duration_in(std::int64_t min, std::int64_t max,
+                                                                            const char* unit) {
+  return [=](const toml::node& n) -> std::expected<D, std::string> {
+    if (!n.is_integer()) return std::unexpected(std::string("must be an integer (") + unit + ")");
+    auto v = *n.value<std::int64_t>();
+    if (v < min || v > max) return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return D(v);
+  };
+}
+
+std::expected<bool, std::string> read_bool(const toml::node& n) {
+  if (!n.is_boolean()) return std::unexpected(std::string("must be true or false"));
+  return *n.value<bool>();
+}
+
+std::expected<std::string, std::string> read_string(const toml::node& n) {
+  if (!n.is_string()) return std::unexpected(std::string("must be a string"));
+  return *n.value<std::string>();
+}
+
+std::expected<std::filesystem::path, std::string> read_abs_path(const toml::node& n) {
+  if (!n.is_string()) return std::unexpected(std::string("must be a string"));
+  std::filesystem::path p = *n.value<std::string>();
+  if (!p.is_absolute()) return std::unexpected(std::string("must be an absolute path"));
+  return p;
+}
+
+std::expected<double, std::string> read_share(const toml::node& n) {
+  double v = 0;
+  if (n.is_floating_point()) v = *n.value<double>();
+  else if (n.is_integer()) v = static_cast<double>(*n.value<std::int64_t>());
+  else return std::unexpected(std::string("must be a number between 0 and 1"));
+  if (v < 0 || v > 1) return std::unexpected(std::string("must be a number between 0 and 1"));
+  return v;
+}
+
+
+// [[checks.kernel_log.rule]] tables: each with code, pattern, action and an optional message.
+std::expected<std::vector<KernelLogRule>, std::string> read_rules(const toml::node& n, const std::string& source) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr) return std::unexpected(std::string("must be an array of tables ([[checks.kernel_log.rule]])"));
+  std::vector<KernelLogRule> rules;
+  for (const auto& item : *arr) {
+    const auto* t = item.as_table();
+    if (t == nullptr) return std::unexpected(std::string("must be an array of tables ([[checks.kernel_log.rule]])"));
+    KernelLogRule rule;
+    for (const auto& [k, v] : *t) {
+      std::string key(k.str());
+      auto fail = [&](const std::string& what) {
+        return std::unexpected(where(source, k.source()) + ": key '" + key + "' in [[checks.kernel_log.rule]] " + what);
+      };
+      if (key == "code" || key == "pattern" || key == "message") {
+        if (!v.is_string()) return fail("must be a string");
+        std::string s = *v.value<std::string>();
+        (key == "code" ? rule.code : key == "pattern" ? rule.pattern : rule.message) = s;
+      } else if (key == "action") {
+        auto a = v.is_string() ? parse_action(*v.value<std::string>()) : std::nullopt;
+        if (!a) return fail("must be one of none, warn, drain, reboot");
+        rule.action = *a;
+      } else {
+        return std::unexpected(where(source, k.source()) + ": unknown key '" + key +
+                               "' in [[checks.kernel_log.rule]] (known: action, code, message, pattern)");
+      }
+    }
+    if (rule.code.empty() || rule.pattern.empty())
+      return std::unexpected(where(source, item.source()) + ": a [[checks.kernel_log.rule]] needs code and pattern");
+    try {
+      std::regex check(rule.pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return std::unexpected(where(source, item.source()) + ": rule " + rule.code + ": pattern is not a valid regex: " + e.what());
+    }
+    rules.push_back(rule);
+  }
+  return rules;
+}
+
+using Table = std::map<std::string, Reader>;
+
+const std::map<std::string, Table>& schema() {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  static const std::map<std::string, Table> s = {
       {"daemon",
        {
            {"node_name", string_key(&Config::node_name)},
            {"socket", path_key(&Config::socket)},
            {"state_dir", path_key(&Config::state_dir)},
+           {"host_root", path_key(&Config::host_root)},
            {"log_level",
             [](const toml::node& n, Config& c) -> std::expected<void, std::string> {
               if (!n.is_string()) return std::unexpected("must be a string");
@@ -67,17 +170,49 @@ const std::map<std::string, std::map<std::string, Reader>>& schema() {
             }},
            {"ended_job_retention_s", seconds_key(&Config::ended_job_retention, 0, 30L * 24 * 3600)},
        }},
+      {"policy",
+       {
+           {"max_resumes", nested(&Config::policy, &PolicyConfig::max_resumes, uint_in(0, 1000))},
+           {"resume_on_any_failure",
+            nested<PolicyConfig, bool>(&Config::policy, &PolicyConfig::resume_on_any_failure, read_bool)},
+           {"recovery_passes", nested(&Config::policy, &PolicyConfig::recovery_passes, uint_in(1, 1000))},
+           {"flap_max_faults", nested(&Config::policy, &PolicyConfig::flap_max_faults, uint_in(1, 1000))},
+           {"flap_window_s", nested(&Config::policy, &PolicyConfig::flap_window, duration_in<seconds>(1, 30L * 24 * 3600, "seconds"))},
+           {"max_drained_share", nested<PolicyConfig, double>(&Config::policy, &PolicyConfig::max_drained_share, read_share)},
+           {"check_interval_s", nested(&Config::policy, &PolicyConfig::check_interval, duration_in<seconds>(1, 24 * 3600, "seconds"))},
+           {"check_deadline_s", nested(&Config::policy, &PolicyConfig::check_deadline, duration_in<seconds>(1, 3600, "seconds"))},
+       }},
+      {"slurm",
+       {
+           {"scontrol", nested<SlurmConfig, std::string>(&Config::slurm, &SlurmConfig::scontrol, read_string)},
+           {"timeout_s", nested(&Config::slurm, &SlurmConfig::timeout, duration_in<seconds>(1, 600, "seconds"))},
+       }},
+      {"checks.kernel_log",
+       {
+           {"enabled", nested<KernelLogConfig, bool>(&Config::kernel_log, &KernelLogConfig::enabled, read_bool)},
+           {"path", nested<KernelLogConfig, std::filesystem::path>(&Config::kernel_log, &KernelLogConfig::path, read_abs_path)},
+           {"poll_interval_ms", nested(&Config::kernel_log, &KernelLogConfig::poll_interval, duration_in<milliseconds>(10, 60000, "milliseconds"))},
+           {"hold_s", nested(&Config::kernel_log, &KernelLogConfig::hold, duration_in<seconds>(1, 30L * 24 * 3600, "seconds"))},
+           {"default_rules", nested<KernelLogConfig, bool>(&Config::kernel_log, &KernelLogConfig::default_rules, read_bool)},
+           // "rule" is read separately: it needs the source name for its own error positions.
+           {"rule", nullptr},
+       }},
   };
   return s;
 }
 
-std::string known_keys(const std::map<std::string, Reader>& table) {
+std::string known_keys(const Table& table) {
   std::string out;
   for (const auto& [k, _] : table) out += (out.empty() ? "" : ", ") + k;
   return out;
 }
 
 }  // namespace
+
+std::filesystem::path under_root(const std::filesystem::path& root, const std::filesystem::path& path) {
+  if (root.empty() || root == "/") return path;
+  return root / path.relative_path();
+}
 
 bool is_valid_log_level(const std::string& level) {
   return level == "trace" || level == "debug" || level == "info" || level == "warn" || level == "error";
@@ -98,12 +233,22 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
     return std::unexpected(where(source_name, e.source()) + ": " + std::string(e.description()));
   }
   Config config;
-  for (const auto& [section_key, section_node] : root) {
-    std::string section(section_key.str());
+  // Walks a table whose dotted name is `section` against the schema; "checks" only groups sub-tables.
+  std::function<std::expected<void, std::string>(const std::string&, const toml::key&, const toml::node&)> walk =
+      [&](const std::string& section, const toml::key& section_key,
+          const toml::node& section_node) -> std::expected<void, std::string> {
+    const auto* table = section_node.as_table();
+    if (section == "checks") {
+      if (table == nullptr) return std::unexpected(where(source_name, section_node.source()) + ": [checks] must be a table");
+      for (const auto& [key, value] : *table) {
+        auto r = walk("checks." + std::string(key.str()), key, value);
+        if (!r) return r;
+      }
+      return {};
+    }
     auto known = schema().find(section);
     if (known == schema().end())
       return std::unexpected(where(source_name, section_key.source()) + ": unknown section [" + section + "]");
-    const auto* table = section_node.as_table();
     if (table == nullptr)
       return std::unexpected(where(source_name, section_node.source()) + ": [" + section + "] must be a table");
     for (const auto& [key, value] : *table) {
@@ -112,10 +257,20 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
       if (reader == known->second.end())
         return std::unexpected(where(source_name, key.source()) + ": unknown key '" + name + "' in [" + section +
                                "] (known: " + known_keys(known->second) + ")");
+      if (section == "checks.kernel_log" && name == "rule") {
+        auto rules = read_rules(value, source_name);
+        if (!rules) return std::unexpected(rules.error());
+        config.kernel_log.rules = *rules;
+        continue;
+      }
       if (auto r = reader->second(value, config); !r)
         return std::unexpected(where(source_name, value.source()) + ": key '" + name + "' in [" + section + "] " +
                                r.error());
     }
+    return {};
+  };
+  for (const auto& [section_key, section_node] : root) {
+    if (auto r = walk(std::string(section_key.str()), section_key, section_node); !r) return std::unexpected(r.error());
   }
   if (config.node_name.empty()) config.node_name = default_node_name();
   return config;

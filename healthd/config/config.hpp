@@ -3,19 +3,63 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "checks/check.hpp"
 
 namespace ar::healthd {
+
+// A kernel-log pattern rule: a line matching `pattern` (ECMAScript regex) is a fault `code`.
+struct KernelLogRule {
+  std::string code;
+  std::string pattern;
+  Action action = Action::drain;
+  std::string message;  // empty: the matched line itself
+};
+
+struct KernelLogConfig {
+  bool enabled = true;
+  std::filesystem::path path = "/dev/kmsg";  // read under the host root
+  std::chrono::milliseconds poll_interval{250};
+  // How long a matched fault line keeps the check faulty. Log lines are events: without a hold a
+  // fault would vanish at the next sweep; without an end, a stale line would keep a node out forever.
+  std::chrono::seconds hold{600};
+  bool default_rules = true;             // the built-in rules (XID, machine check, Neuron, EFA, I/O)
+  std::vector<KernelLogRule> rules;      // the admin's own, checked before the built-in ones
+};
+
+struct PolicyConfig {
+  std::uint32_t max_resumes = 3;         // per job; past it the job ends as it would without us
+  bool resume_on_any_failure = false;    // also requeue when no node is faulty (application failures)
+  std::uint32_t recovery_passes = 3;     // healthy sweeps in a row before healthd resumes its own drain
+  std::uint32_t flap_max_faults = 3;     // this many faults within flap_window keep the node out
+  std::chrono::seconds flap_window{3600};
+  double max_drained_share = 0.5;        // of each partition the node is in, drained automatically
+  std::chrono::seconds check_interval{30};
+  std::chrono::seconds check_deadline{10};
+};
+
+struct SlurmConfig {
+  std::string scontrol = "scontrol";     // squeue is taken from the same directory
+  std::chrono::seconds timeout{10};      // one scontrol call; past it Slurm counts as not answering
+};
 
 struct Config {
   // [daemon]
   std::string node_name;                               // Slurm node name; default: short host name
   std::filesystem::path socket = "/run/healthd/healthd.sock";
   std::filesystem::path state_dir = "/var/lib/healthd";
+  std::filesystem::path host_root = "/";               // every host path is read under it
   std::string log_level = "info";                      // trace, debug, info, warn, error
   std::chrono::seconds ended_job_retention{3600};       // how long finished jobs stay listed
+
+  PolicyConfig policy;        // [policy]
+  SlurmConfig slurm;          // [slurm]
+  KernelLogConfig kernel_log; // [checks.kernel_log]
 };
 
 // Reads and checks a config file. The error reads "<file>:<line>:<column>: <what>".
@@ -28,5 +72,8 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
 std::string default_node_name();
 
 bool is_valid_log_level(const std::string& level);
+
+// `path` (absolute) as seen under `root`: "/dev/kmsg" under "/host" is "/host/dev/kmsg".
+std::filesystem::path under_root(const std::filesystem::path& root, const std::filesystem::path& path);
 
 }  // namespace ar::healthd

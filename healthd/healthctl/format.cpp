@@ -1,5 +1,6 @@
 #include "format.hpp"
 
+#include <ctime>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -19,8 +20,28 @@ std::string format_status(const nlohmann::json& d) {
   out << fmt::format("state:        {}\n", d.value("state_dir", "?"));
   out << fmt::format("config:       {}\n", d.value("config_file", "?"));
   out << fmt::format("jobs:         {} running, {} known\n", d.value("jobs_running", 0), d.value("jobs_known", 0));
-  const auto& checks = d.value("checks", nlohmann::json::array());
-  if (checks.empty()) out << "checks:       none configured\n";
+  const auto& health = d.value("health", nlohmann::json::object());
+  const auto& node = health.value("node", nlohmann::json::object());
+  if (!node.empty()) {
+    out << fmt::format("verdict:      {}\n", node.value("faulty", false)
+                                                   ? "FAULTY (" + node.value("fault_code", std::string("?")) + ")"
+                                                   : std::string("healthy"));
+    out << fmt::format("actions:      {} pending\n", node.value("pending_actions", 0));
+    if (node.contains("drain_withheld")) out << fmt::format("withheld:     {}\n", node.value("drain_withheld", ""));
+  }
+  const auto& checks = health.value("checks", nlohmann::json::array());
+  if (checks.empty()) {
+    out << "checks:       none run yet\n";
+    return out.str();
+  }
+  out << fmt::format("\n{:<14} {:<7} {:>8}  {}\n", "CHECK", "RESULT", "TIME", "DETAIL");
+  for (const auto& c : checks) {
+    std::string detail = c.value("code", std::string());
+    if (!c.value("message", std::string()).empty()) detail += (detail.empty() ? "" : ": ") + c.value("message", std::string());
+    if (c.value("action", std::string("none")) != "none") detail += " [" + c.value("action", std::string()) + "]";
+    out << fmt::format("{:<14} {:<7} {:>6}ms  {}\n", c.value("check", "?"), c.value("status", "?"), c.value("duration_ms", 0),
+                       detail.empty() ? "-" : detail);
+  }
   return out.str();
 }
 
@@ -46,6 +67,31 @@ std::string format_jobs(const nlohmann::json& d) {
                          exits.empty() ? "-" : exits);
       first = false;
     }
+  }
+  return out.str();
+}
+
+}  // namespace ar::healthctl
+
+namespace ar::healthctl {
+
+std::string format_explain(const nlohmann::json& d) {
+  const auto& events = d.value("timeline", nlohmann::json::array());
+  if (events.empty())
+    return fmt::format("node {} has no record of job {}\n", d.value("node", "?"), d.value("job_id", 0u));
+  std::ostringstream out;
+  out << fmt::format("job {} as seen by healthd on {}:\n", d.value("job_id", 0u), d.value("node", "?"));
+  const auto first = events.front().value("at_ms", std::int64_t{0});
+  for (const auto& e : events) {
+    auto at = e.value("at_ms", std::int64_t{0});
+    std::time_t secs = static_cast<std::time_t>(at / 1000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+    out << fmt::format("  {}.{:03d}Z  +{:>7.3f}s  {:<20} {:<4} {}\n", stamp, static_cast<int>(at % 1000),
+                       static_cast<double>(at - first) / 1000.0, e.value("event", "?"), e.value("node", "?"),
+                       e.value("detail", ""));
   }
   return out.str();
 }

@@ -10,5 +10,6 @@ namespace ar::healthctl {
 std::string format_ping(const nlohmann::json& data);
 std::string format_status(const nlohmann::json& data);
 std::string format_jobs(const nlohmann::json& data);
+std::string format_explain(const nlohmann::json& data);
 
 }  // namespace ar::healthctl

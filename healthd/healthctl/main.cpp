@@ -41,7 +41,22 @@ int main(int argc, char** argv) {
     auto* sub = app.add_subcommand(c.name, c.help);
     sub->add_flag("--json", json, "print the daemon's reply as JSON");
   }
+  std::uint32_t job_id = 0;
+  auto* explain = app.add_subcommand("explain", "show why and when a job was requeued, as a timeline");
+  explain->add_option("JOBID", job_id, "Slurm job id")->required()->check(CLI::Range(1u, 4294967295u));
+  explain->add_flag("--json", json, "print the daemon's reply as JSON");
   CLI11_PARSE(app, argc, argv);
+
+  if (app.got_subcommand("explain")) {
+    auto reply = ar::call(socket, ar::proto::to_json(ar::proto::Request{ar::proto::ExplainQuery{job_id}}),
+                          std::chrono::milliseconds(timeout_ms));
+    if (!reply) {
+      std::cerr << "healthctl: explain: healthd at " << socket << " is not answering: " << reply.error() << "\n";
+      return 1;
+    }
+    std::cout << (json ? reply->dump(2) + "\n" : ar::healthctl::format_explain(*reply));
+    return 0;
+  }
 
   for (const auto& c : commands) {
     if (!app.got_subcommand(c.name)) continue;

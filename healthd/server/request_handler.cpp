@@ -7,8 +7,9 @@
 
 namespace ar::healthd {
 
-RequestHandler::RequestHandler(const DaemonInfo& info, JobRegistry& registry, std::function<void()> on_registry_change)
-    : info_(info), registry_(registry), on_registry_change_(std::move(on_registry_change)) {}
+RequestHandler::RequestHandler(const DaemonInfo& info, JobRegistry& registry, std::function<void()> on_registry_change,
+                               HealthEvents* events)
+    : info_(info), registry_(registry), on_registry_change_(std::move(on_registry_change)), events_(events) {}
 
 nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
   auto request = proto::parse_request(line);
@@ -26,6 +27,9 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
           return proto::ok_reply(status());
         } else if constexpr (std::is_same_v<M, proto::JobsQuery>) {
           return proto::ok_reply(jobs());
+        } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
+          nlohmann::json timeline = events_ ? events_->explain(m.job_id) : nlohmann::json::array();
+          return proto::ok_reply({{"node", info_.node}, {"job_id", m.job_id}, {"timeline", timeline}});
         } else {
           // Lifecycle messages come from slurmstepd, which runs as root. Anyone else could forge a
           // task failure and trigger a requeue, so they are refused.
@@ -44,6 +48,7 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
             registry_.task_exited(m, now);
             spdlog::info("job {} step {} task {} ended: {}", m.job_id, proto::step_name(m.step_id), m.task_rank,
                          describe_wait_status(m.wait_status));
+            if (m.wait_status != 0 && events_) events_->on_task_failure(m, registry_.jobs().at(m.job_id));
           } else if constexpr (std::is_same_v<M, proto::StepEnd>) {
             registry_.step_ended(m, now);
             spdlog::info("job {} step {} ended", m.job_id, proto::step_name(m.step_id));
@@ -69,7 +74,7 @@ nlohmann::json RequestHandler::status() const {
           {"config_file", info_.config_file},
           {"jobs_known", registry_.jobs().size()},
           {"jobs_running", running},
-          {"checks", nlohmann::json::array()}};
+          {"health", events_ ? events_->health_status() : nlohmann::json::object()}};
 }
 
 nlohmann::json RequestHandler::jobs() const {

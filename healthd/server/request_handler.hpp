@@ -29,10 +29,22 @@ struct DaemonInfo {
   WallClock::time_point started_at;
 };
 
+// What the rest of the daemon offers the protocol: where failures go, and what status/explain show.
+class HealthEvents {
+ public:
+  virtual ~HealthEvents() = default;
+  // A task of a step ended with a non-zero status or a signal.
+  virtual void on_task_failure(const proto::TaskExit& exit, const JobRecord& job) = 0;
+  virtual nlohmann::json health_status() = 0;
+  virtual nlohmann::json explain(std::uint32_t job_id) = 0;
+};
+
 class RequestHandler {
  public:
   // `on_registry_change` runs after every change of the registry (the daemon persists it there).
-  RequestHandler(const DaemonInfo& info, JobRegistry& registry, std::function<void()> on_registry_change);
+  // `events` may be null (no checks: the protocol and registry alone).
+  RequestHandler(const DaemonInfo& info, JobRegistry& registry, std::function<void()> on_registry_change,
+                 HealthEvents* events = nullptr);
 
   nlohmann::json handle(std::string_view line, const Peer& peer);
 
@@ -43,6 +55,7 @@ class RequestHandler {
   const DaemonInfo& info_;
   JobRegistry& registry_;
   std::function<void()> on_registry_change_;
+  HealthEvents* events_;
 };
 
 }  // namespace ar::healthd

@@ -1,11 +1,12 @@
 #include "job_registry.hpp"
 
+#include "atomic_file.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,31 +185,7 @@ std::expected<void, std::string> JobRegistry::load() {
 }
 
 std::expected<void, std::string> JobRegistry::save() const {
-  const std::string tmp = state_file_.string() + ".tmp";
-  const std::string text = to_json().dump();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return std::unexpected(tmp + ": cannot create: " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string e = tmp + ": write: " + std::strerror(errno);
-      ::close(fd);
-      return std::unexpected(e);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  // fsync before rename: after a crash the file is either the old or the new registry, never empty.
-  if (::fsync(fd) != 0) {
-    std::string e = tmp + ": fsync: " + std::strerror(errno);
-    ::close(fd);
-    return std::unexpected(e);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), state_file_.c_str()) != 0)
-    return std::unexpected(state_file_.string() + ": rename: " + std::strerror(errno));
-  return {};
+  return write_file_atomically(state_file_, to_json().dump());
 }
 
 }  // namespace ar::healthd

@@ -44,6 +44,9 @@ inline std::string step_name(std::uint32_t step_id) {
 struct Ping {};
 struct StatusQuery {};
 struct JobsQuery {};
+struct ExplainQuery {
+  std::uint32_t job_id = 0;
+};
 
 struct StepStart {
   std::uint32_t job_id = 0;
@@ -68,7 +71,7 @@ struct StepEnd {
   std::string node;
 };
 
-using Request = std::variant<Ping, StatusQuery, JobsQuery, StepStart, TaskExit, StepEnd>;
+using Request = std::variant<Ping, StatusQuery, JobsQuery, ExplainQuery, StepStart, TaskExit, StepEnd>;
 
 // Error codes carried in error replies. Stable strings: clients may switch on them.
 namespace err {
@@ -95,6 +98,11 @@ inline nlohmann::json header(const char* type) { return {{"v", kVersion}, {"type
 inline nlohmann::json to_json(const Ping&) { return detail::header("ping"); }
 inline nlohmann::json to_json(const StatusQuery&) { return detail::header("status"); }
 inline nlohmann::json to_json(const JobsQuery&) { return detail::header("jobs"); }
+inline nlohmann::json to_json(const ExplainQuery& m) {
+  auto j = detail::header("explain");
+  j["job_id"] = m.job_id;
+  return j;
+}
 
 inline nlohmann::json to_json(const StepStart& m) {
   auto j = detail::header("step_start");
@@ -238,6 +246,10 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
   if (type == "ping") return Request{Ping{}};
   if (type == "status") return Request{StatusQuery{}};
   if (type == "jobs") return Request{JobsQuery{}};
+  if (type == "explain") {
+    ExplainQuery m;
+    return finish(std::move(m), detail::read_fields(j, m, f("job_id", &ExplainQuery::job_id)));
+  }
   if (type == "step_start") {
     StepStart m;
     auto e = detail::read_fields(j, m, f("job_id", &StepStart::job_id), f("step_id", &StepStart::step_id),

@@ -1,0 +1,44 @@
+#include "check.hpp"
+
+namespace ar::healthd {
+
+std::string to_string(Action a) {
+  switch (a) {
+    case Action::none: return "none";
+    case Action::warn: return "warn";
+    case Action::drain: return "drain";
+    case Action::reboot: return "reboot";
+  }
+  return "none";
+}
+
+std::optional<Action> parse_action(const std::string& s) {
+  if (s == "none") return Action::none;
+  if (s == "warn") return Action::warn;
+  if (s == "drain") return Action::drain;
+  if (s == "reboot") return Action::reboot;
+  return std::nullopt;
+}
+
+std::string to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::warn: return "warn";
+    case Status::fault: return "fault";
+    case Status::error: return "error";
+  }
+  return "error";
+}
+
+nlohmann::json CheckResult::to_json() const {
+  return {{"check", check},
+          {"status", to_string(status)},
+          {"code", code},
+          {"message", message},
+          {"action", to_string(action)},
+          {"duration_ms", duration.count()},
+          {"at_ms", std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count()},
+          {"detail", detail}};
+}
+
+}  // namespace ar::healthd

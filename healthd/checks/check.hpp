@@ -1,0 +1,49 @@
+// What a health check is and what it says. Checks judge; they never act. What to do about a result
+// is the responder's business (engine/), driven by the action a result recommends.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ar::healthd {
+
+// What a fault calls for, in rising order of severity.
+enum class Action { none, warn, drain, reboot };
+
+std::string to_string(Action a);
+std::optional<Action> parse_action(const std::string& s);
+
+enum class Status {
+  ok,      // healthy
+  warn,    // worth telling, not worth taking the node out
+  fault,   // the node must not run jobs: see the action
+  error,   // the check itself failed (crashed, timed out, missing tool): says nothing about the node
+};
+
+std::string to_string(Status s);
+
+struct CheckResult {
+  std::string check;       // the check's name, e.g. "kernel_log"
+  Status status = Status::ok;
+  std::string code;        // stable fault code, e.g. "KMSG-MCE"
+  std::string message;     // one line for people and for the Slurm reason
+  Action action = Action::none;
+  std::chrono::milliseconds duration{0};
+  std::chrono::system_clock::time_point at;
+  nlohmann::json detail = nlohmann::json::object();
+
+  nlohmann::json to_json() const;
+};
+
+class Check {
+ public:
+  virtual ~Check() = default;
+  virtual std::string name() const = 0;
+  // Runs the check once. May block (reads files, calls libraries); the caller bounds it with a deadline.
+  virtual CheckResult run() = 0;
+};
+
+}  // namespace ar::healthd

@@ -1,0 +1,123 @@
+#include "kernel_log_check.hpp"
+
+namespace ar::healthd {
+
+std::vector<KernelLogRule> default_kernel_log_rules() {
+  // XID buckets follow NVIDIA's XID catalogue: application-caused XIDs warn, those whose cure is a
+  // reboot (79: fallen off the bus, 160) reboot, every other XID drains. Issue-specific tables per XID
+  // (with counts in a window) belong to the GPU check; this is the kernel-log view of them.
+  return {
+      {"GPU-XID-$1", R"(NVRM: Xid \(PCI:[^)]*\): (13|31|43|45|63|68|92|109)\b)", Action::warn, ""},
+      {"GPU-XID-$1", R"(NVRM: Xid \(PCI:[^)]*\): (79|160)\b)", Action::reboot, ""},
+      {"GPU-XID-$1", R"(NVRM: Xid \(PCI:[^)]*\): ([0-9]+)\b)", Action::drain, ""},
+      {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, ""},
+      {"NEURON-HW-ERR", R"(NEURON_HW_ERR=)", Action::drain, ""},
+      {"FS-IO-ERR", R"((EXT4-fs error|XFS \([^)]*\): (metadata I/O error|Corruption)|Buffer I/O error on dev|LustreError: .*rc = -(5|110)\b))",
+       Action::drain, ""},
+  };
+}
+
+KernelLogMatcher::KernelLogMatcher(const std::vector<KernelLogRule>& rules) {
+  for (const auto& r : rules) rules_.push_back({r, std::regex(r.pattern, std::regex::ECMAScript | std::regex::optimize)});
+}
+
+std::optional<KernelLogFault> KernelLogMatcher::match(const std::string& line) const {
+  for (const auto& c : rules_) {
+    std::smatch m;
+    if (!std::regex_search(line, m, c.re)) continue;
+    KernelLogFault f;
+    f.code = c.rule.code;
+    if (auto pos = f.code.find("$1"); pos != std::string::npos) f.code.replace(pos, 2, m.size() > 1 ? m[1].str() : "");
+    f.message = c.rule.message.empty() ? line : c.rule.message;
+    // Trim to one short line: it ends up in the Slurm reason.
+    for (auto& ch : f.message)
+      if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
+    if (f.message.size() > 160) f.message = f.message.substr(0, 157) + "...";
+    f.action = c.rule.action;
+    return f;
+  }
+  return std::nullopt;
+}
+
+namespace {
+std::vector<KernelLogRule> all_rules(const KernelLogConfig& config) {
+  auto rules = config.rules;
+  if (config.default_rules) {
+    auto d = default_kernel_log_rules();
+    rules.insert(rules.end(), d.begin(), d.end());
+  }
+  return rules;
+}
+}  // namespace
+
+KernelLogCheck::KernelLogCheck(const KernelLogConfig& config, const std::filesystem::path& host_root)
+    : config_(config), reader_(under_root(host_root, config.path)), matcher_(all_rules(config)) {
+  if (auto r = reader_.open(); !r) reader_error_ = r.error();
+}
+
+bool KernelLogCheck::poll() {
+  std::lock_guard lock(mutex_);
+  auto lines = reader_.read_new();
+  if (!lines) {
+    reader_error_ = lines.error();
+    return false;
+  }
+  reader_error_.clear();
+  bool new_fault = false;
+  auto now = Clock::now();
+  for (const auto& line : *lines) {
+    auto f = matcher_.match(line);
+    if (!f) continue;
+    auto it = active_.find(f->code);
+    if (it == active_.end() || now - it->second.last_seen > config_.hold) {
+      f->first_seen = now;
+      f->last_seen = now;
+      f->lines = 1;
+      active_[f->code] = *f;
+      new_fault = true;
+    } else {
+      it->second.last_seen = now;  // the same fault again within its hold: one event, longer hold
+      ++it->second.lines;
+    }
+  }
+  return new_fault;
+}
+
+CheckResult KernelLogCheck::run() {
+  poll();
+  std::lock_guard lock(mutex_);
+  return judge(Clock::now());
+}
+
+CheckResult KernelLogCheck::judge(Clock::time_point now) {
+  CheckResult r;
+  r.check = name();
+  r.at = std::chrono::system_clock::now();
+  for (auto it = active_.begin(); it != active_.end();)
+    it = (now - it->second.last_seen > config_.hold) ? active_.erase(it) : std::next(it);
+
+  const KernelLogFault* worst = nullptr;
+  nlohmann::json faults = nlohmann::json::array();
+  for (const auto& [code, f] : active_) {
+    faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines}});
+    if (worst == nullptr || f.action > worst->action) worst = &f;
+  }
+  r.detail = {{"path", reader_.path().string()}, {"active", faults}};
+  if (worst != nullptr && worst->action >= Action::drain) {
+    r.status = Status::fault;
+  } else if (worst != nullptr && worst->action == Action::warn) {
+    r.status = Status::warn;
+  } else if (!reader_error_.empty()) {
+    r.status = Status::error;
+    r.message = reader_error_;
+    return r;
+  }
+  if (worst != nullptr) {
+    r.code = worst->code;
+    r.message = worst->message;
+    r.action = worst->action;
+  }
+  return r;
+}
+
+}  // namespace ar::healthd

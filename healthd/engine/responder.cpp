@@ -1,0 +1,311 @@
+#include "responder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace ar::healthd {
+namespace {
+
+constexpr const char* kReasonPrefix = "healthd:";
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// The worst fault among results: fault status only (a broken check says nothing about the node).
+std::optional<CheckResult> worst_fault(const std::vector<CheckResult>& results) {
+  std::optional<CheckResult> worst;
+  for (const auto& r : results)
+    if (r.status == Status::fault && r.action >= Action::drain && (!worst || r.action > worst->action)) worst = r;
+  return worst;
+}
+
+}  // namespace
+
+Responder::Responder(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline)
+    : node_(std::move(node)), policy_(policy), slurm_(slurm), journal_(journal), timeline_(timeline) {}
+
+void Responder::journal(JournalEntry e) {
+  if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+}
+
+std::string Responder::drain_reason(const CheckResult& fault, bool held) const {
+  std::string reason = std::string(kReasonPrefix) + " " + fault.code + ": " + fault.message;
+  if (fault.action == Action::reboot) reason += " (reboot recommended)";
+  if (held)
+    reason += " (" + std::to_string(policy_.flap_max_faults) + " faults within " +
+              std::to_string(policy_.flap_window.count()) + " s: kept out until an admin resumes it)";
+  // Slurm reasons are one line; keep them short enough to read in sinfo -R.
+  if (reason.size() > 240) reason = reason.substr(0, 237) + "...";
+  return reason;
+}
+
+bool Responder::flapping(WallTime now) {
+  auto& history = journal_.fault_history();
+  std::erase_if(history, [&](WallTime t) { return now - t > policy_.flap_window; });
+  return history.size() >= policy_.flap_max_faults;
+}
+
+void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now) {
+  if (journal_.requeued(job.job_id, job.restart_count) ||
+      journal_.has_pending(ActionKind::requeue, job.job_id, job.restart_count))
+    return;
+  JournalEntry e;
+  e.kind = ActionKind::requeue;
+  e.node = node_;
+  e.job_id = job.job_id;
+  e.restart_count = job.restart_count;
+  e.code = fault.code;
+  e.reason = fault.message;
+  e.created = now;
+  e.next_try = now;
+  journal(e);
+}
+
+void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
+                         const std::optional<StepFailure>& trigger, WallTime now) {
+  auto fault = worst_fault(results);
+  if (fault) {
+    healthy_passes_ = 0;
+    bool new_episode = !faulty_ || fault->code != fault_code_;
+    faulty_ = true;
+    fault_code_ = fault->code;
+    if (new_episode) {
+      journal_.fault_history().push_back(now);
+      bool held = flapping(now);
+      spdlog::warn("node {} is faulty: {}: {} (action {})", node_, fault->code, fault->message, to_string(fault->action));
+      JournalEntry drain;
+      drain.kind = ActionKind::drain;
+      drain.node = node_;
+      drain.code = fault->code;
+      drain.reason = drain_reason(*fault, held);
+      drain.created = now;
+      drain.next_try = now;
+      journal(drain);
+    }
+    std::vector<LocalJob> targets = jobs;
+    if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume});
+    for (const auto& job : targets) {
+      if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
+        timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
+      // Jobs without the flag are never requeued by us; the drain above still protects the next job.
+      if (job.auto_resume) queue_requeue(job, *fault, now);
+    }
+    return;
+  }
+
+  faulty_ = false;
+  fault_code_.clear();
+  if (trigger && trigger->auto_resume) {
+    std::string what = "task " + std::to_string(trigger->task_rank) + " of step " + std::to_string(trigger->step_id) +
+                       " failed and node " + node_ + " checked healthy";
+    if (policy_.resume_on_any_failure) {
+      timeline_.record(trigger->job_id, {now, node_, "application failure", what + "; policy resumes on any failure"});
+      CheckResult app;
+      app.code = "APP-FAILURE";
+      app.message = what;
+      queue_requeue({trigger->job_id, trigger->restart_count, true}, app, now);
+    } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
+      timeline_.record(trigger->job_id, {now, node_, "no fault here", what + ": nothing to do on this node"});
+    }
+  }
+
+  auto& own = journal_.own_drain();
+  if (own && !own->held) {
+    ++healthy_passes_;
+    if (healthy_passes_ >= policy_.recovery_passes) {
+      JournalEntry resume;
+      resume.kind = ActionKind::resume;
+      resume.node = node_;
+      resume.code = own->code;
+      resume.created = now;
+      resume.next_try = now;
+      bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(),
+                                [](const JournalEntry& e) { return e.kind == ActionKind::resume; });
+      if (!queued) journal(resume);
+      healthy_passes_ = 0;
+    }
+  }
+}
+
+void Responder::run_due(WallTime now) {
+  // Copy: carrying out an entry changes the journal.
+  auto due = journal_.pending();
+  for (const auto& e : due) {
+    if (e.next_try > now) continue;
+    std::expected<bool, std::string> r;
+    switch (e.kind) {
+      case ActionKind::drain: r = do_drain(e, now); break;
+      case ActionKind::requeue: r = do_requeue(e, now); break;
+      case ActionKind::resume: r = do_resume(e, now); break;
+      case ActionKind::comment: {
+        auto c = slurm_.set_comment(e.job_id, e.reason);
+        r = c ? std::expected<bool, std::string>(true) : std::unexpected(c.error());
+        break;
+      }
+    }
+    if (r && *r) {
+      if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
+    } else {
+      std::string error = r ? "not finished" : r.error();
+      spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
+                   e.job_id ? "" : e.node, error);
+      if (auto c = journal_.retry_later(e.id, error, now); !c) spdlog::error("journal: {}", c.error());
+    }
+  }
+}
+
+std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, WallTime now) {
+  auto info = slurm_.node(e.node);
+  if (!info) return std::unexpected(info.error());
+  bool held = contains(e.reason, "until an admin resumes it");
+  if (info->drained_or_draining()) {
+    if (!starts_with(info->reason, kReasonPrefix)) {
+      // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
+      spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, info->reason);
+      return true;
+    }
+    if (info->reason != e.reason) {
+      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error());
+    }
+    journal_.own_drain() = OwnDrain{e.code, e.reason, now, held};
+    return true;
+  }
+  // Never take out more than the allowed share of any partition this node is in.
+  for (const auto& partition : info->partitions) {
+    auto nodes = slurm_.partition_nodes(partition);
+    if (!nodes) return std::unexpected(nodes.error());
+    std::size_t drained = 0;
+    for (const auto& n : *nodes)
+      if (n.name != e.node && n.drained_or_draining()) ++drained;
+    auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(nodes->size())));
+    if (drained + 1 > limit) {
+      withheld_ = "drain of " + e.node + " withheld: " + std::to_string(drained) + " of " +
+                  std::to_string(nodes->size()) + " nodes of partition " + partition +
+                  " are drained already (max_drained_share " + std::to_string(policy_.max_drained_share) + ")";
+      spdlog::error("{}; fault: {}", withheld_, e.reason);
+      return true;
+    }
+  }
+  if (auto r = slurm_.drain(e.node, e.reason); !r) return std::unexpected(r.error());
+  withheld_.clear();
+  journal_.own_drain() = OwnDrain{e.code, e.reason, now, held};
+  spdlog::warn("drained node {}: {}", e.node, e.reason);
+  return true;
+}
+
+std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, WallTime now) {
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (contains(job.error(), "Invalid job id")) {
+      spdlog::info("job {} is gone; nothing to requeue", e.job_id);
+      return true;
+    }
+    return std::unexpected(job.error());
+  }
+  if (job->restart_count > e.restart_count) {
+    // Another node's healthd (or this one, before a crash) requeued this attempt already.
+    journal_.mark_requeued(e.job_id, e.restart_count);
+    timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
+                                                                      " was already requeued"});
+    followed_.push_back({e.job_id, e.restart_count + 1, now});
+    return true;
+  }
+  if (e.restart_count >= policy_.max_resumes) {
+    std::string why = "auto-resume: not resumed: the cap of " + std::to_string(policy_.max_resumes) +
+                      " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
+    spdlog::error("job {}: {}", e.job_id, why);
+    if (auto r = slurm_.set_comment(e.job_id, why); !r) return std::unexpected(r.error());
+    journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
+    timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
+    return true;
+  }
+  if (job->state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
+
+  auto r = slurm_.requeue(e.job_id);
+  if (!r) {
+    // slurmctld refuses a second requeue of the same job: whoever raced us won. Check who.
+    auto again = slurm_.job(e.job_id);
+    if (again && again->restart_count > e.restart_count) {
+      journal_.mark_requeued(e.job_id, e.restart_count);
+      timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error()});
+      followed_.push_back({e.job_id, e.restart_count + 1, now});
+      return true;
+    }
+    return std::unexpected(r.error());
+  }
+  journal_.mark_requeued(e.job_id, e.restart_count);
+  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "requeued",
+                              "attempt " + std::to_string(e.restart_count + 2) + " after " + e.code + " on " + node_});
+  std::string comment = "auto-resume: attempt " + std::to_string(e.restart_count + 1) + " ended: " + e.code + " on " +
+                        node_ + ": " + e.reason;
+  if (comment.size() > 240) comment = comment.substr(0, 237) + "...";
+  if (auto c = slurm_.set_comment(e.job_id, comment); !c) spdlog::warn("job {}: comment: {}", e.job_id, c.error());
+  release_hold(e.job_id);
+  followed_.push_back({e.job_id, e.restart_count + 1, now});
+  return true;
+}
+
+void Responder::release_hold(std::uint32_t job_id) {
+  // Slurm holds a requeued job (Reason=BeginTime) for minutes. starttime=now lifts it, but only once the
+  // job has left COMPLETING: issued earlier it is silently overridden. So wait for PENDING first.
+  for (int i = 0; i < 200; ++i) {
+    auto job = slurm_.job(job_id);
+    if (!job) break;
+    if (job->state == "PENDING") {
+      if (auto r = slurm_.release_hold(job_id); !r) {
+        spdlog::warn("job {}: releasing the requeue hold: {}", job_id, r.error());
+        return;
+      }
+      timeline_.record(job_id, {std::chrono::system_clock::now(), node_, "hold released", "starttime=now+1"});
+      return;
+    }
+    if (job->state != "COMPLETING" && job->state != "RUNNING") return;  // running again or gone
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  spdlog::warn("job {}: did not reach PENDING in time; Slurm's requeue hold stays", job_id);
+}
+
+void Responder::follow_requeued(WallTime now) {
+  std::erase_if(followed_, [&](const Followed& f) {
+    auto job = slurm_.job(f.job_id);
+    if (!job) return now - f.since > std::chrono::minutes(10);
+    if (job->state == "RUNNING" && job->restart_count >= f.restart_count) {
+      auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "on %s, %.1f s after the requeue", job->node_list.c_str(), secs);
+      timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "running again", buf});
+      return true;
+    }
+    return now - f.since > std::chrono::minutes(10);
+  });
+}
+
+std::expected<bool, std::string> Responder::do_resume(const JournalEntry& e, WallTime now) {
+  auto info = slurm_.node(e.node);
+  if (!info) return std::unexpected(info.error());
+  auto& own = journal_.own_drain();
+  if (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix)) {
+    // Resumed by an admin, or re-drained with their own reason: not ours any more.
+    own.reset();
+    return true;
+  }
+  if (!own || own->held) return true;
+  if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error());
+  spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
+  own.reset();
+  (void)now;
+  return true;
+}
+
+nlohmann::json Responder::status() const {
+  nlohmann::json j = {{"faulty", faulty_}, {"fault_code", fault_code_}, {"healthy_passes", healthy_passes_},
+                      {"pending_actions", journal_.pending().size()}};
+  if (!withheld_.empty()) j["drain_withheld"] = withheld_;
+  return j;
+}
+
+}  // namespace ar::healthd

@@ -1,0 +1,94 @@
+// Turns check results into actions on Slurm: the policy of auto-resume, on one node.
+//
+//   faulty node  -> drain it ("healthd: <code>: <message>") and requeue the auto-resume jobs on it,
+//                   once per failed attempt, then release Slurm's requeue hold so they start again in
+//                   seconds on healthy nodes;
+//   healthy node -> a failed auto-resume step is the application's failure: nothing happens (unless
+//                   the admin's policy resumes on any failure); a node healthd drained itself comes
+//                   back after `recovery_passes` healthy sweeps, unless it keeps failing.
+//
+// Every action goes through the journal first. Runs on one thread (the engine's); Slurm calls block.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actions/slurm_client.hpp"
+#include "checks/check.hpp"
+#include "config/config.hpp"
+#include "engine/journal.hpp"
+#include "engine/timeline.hpp"
+
+namespace ar::healthd {
+
+// A job running on this node, as the registry knows it.
+struct LocalJob {
+  std::uint32_t job_id = 0;
+  std::uint32_t restart_count = 0;
+  bool auto_resume = false;
+};
+
+// The failure of an auto-resume step's task that made healthd look at its node now.
+struct StepFailure {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::uint32_t restart_count = 0;
+  std::uint32_t task_rank = 0;
+  int wait_status = 0;
+  bool auto_resume = false;
+};
+
+class Responder {
+ public:
+  Responder(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline);
+
+  void set_policy(const PolicyConfig& p) { policy_ = p; }
+
+  // Judges the node after a sweep and journals what must be done. `jobs` are the jobs running here.
+  void on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
+                const std::optional<StepFailure>& trigger, WallTime now);
+
+  // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
+  // leaves an entry pending for a later try, with backoff.
+  void run_due(WallTime now);
+
+  // Follows requeued jobs until they run again, for the timeline.
+  void follow_requeued(WallTime now);
+
+  nlohmann::json status() const;
+
+ private:
+  void journal(JournalEntry e);
+  void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now);
+  bool flapping(WallTime now);
+  std::string drain_reason(const CheckResult& fault, bool held) const;
+
+  // One journal entry each; true when it is finished (done, or nothing left to do).
+  std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
+  void release_hold(std::uint32_t job_id);
+
+  struct Followed {
+    std::uint32_t job_id;
+    std::uint32_t restart_count;  // the attempt that is to run
+    WallTime since;
+  };
+
+  std::string node_;
+  PolicyConfig policy_;
+  SlurmClient& slurm_;
+  Journal& journal_;
+  Timeline& timeline_;
+  bool faulty_ = false;
+  std::string fault_code_;
+  std::uint32_t healthy_passes_ = 0;
+  std::string withheld_;  // why the last drain was withheld (share limit), for status
+  std::vector<Followed> followed_;
+};
+
+}  // namespace ar::healthd
