@@ -18,10 +18,9 @@ trap 'caught=TERM' TERM
 trap 'caught=INT' INT
 # shellcheck disable=SC2317 # called from the ERR trap
 on_err() {
-  # A command that a signal (also sent to it) cut short is not an error worth a line.
-  if [[ -z $caught ]]; then
-    printf 'train: error: line %d: command failed (exit %d): %s\n' "$2" "$1" "$3" >&2
-  fi
+  # A command cut short by the signal (Slurm signals the whole step) is no error: stop as planned.
+  if [[ -n $caught ]]; then stop_if_signalled; fi
+  printf 'train: error: line %d: command failed (exit %d): %s\n' "$2" "$1" "$3" >&2
 }
 trap 'on_err "$?" "$LINENO" "$BASH_COMMAND"' ERR
 
@@ -37,7 +36,8 @@ Usage: train.sh --steps N --checkpoint-dir DIR [--step-seconds S] [--keep K] [--
 
 Resumes from $AUTO_RESUME_CHECKPOINT when set (set by the auto-resume plugin), otherwise from the
 newest complete checkpoint in DIR: a direct subdirectory holding a regular file COMPLETE, the newest
-being the one whose COMPLETE has the newest modification time (ties: the name that sorts last).
+being the one whose COMPLETE has the newest modification time (ties: the name that sorts last);
+symlinks are followed.
 EOF
 }
 
@@ -145,11 +145,11 @@ fi
 
 # ------------------------------------------------------------------------------------- checkpoints
 # Complete checkpoints in $1, oldest first, as NUL-terminated paths. The rule (the plugin applies the
-# same one for AUTO_RESUME_CHECKPOINT): a direct subdirectory (not a symlink) holding a regular file
-# (not a symlink) named COMPLETE; ordered by COMPLETE's modification time (nanoseconds), ties by name.
-# find -P never descends into symlinked directories and -type f rejects a symlinked COMPLETE.
+# same one for AUTO_RESUME_CHECKPOINT): a direct subdirectory holding a regular file named COMPLETE;
+# ordered by COMPLETE's modification time (nanoseconds), ties by name (byte order). Like the plugin
+# (std::filesystem + stat(2)), entries are seen through symlinks: find -L.
 list_complete() {
-  { find "$1" -mindepth 2 -maxdepth 2 -name COMPLETE -type f -printf '%T@\t%h\0' 2>/dev/null || true; } |
+  { find -L "$1" -mindepth 2 -maxdepth 2 -name COMPLETE -type f -printf '%T@\t%h\0' 2>/dev/null || true; } |
     LC_ALL=C sort -z -t $'\t' -k1,1n -k2 | cut -z -f2-
 }
 
@@ -161,7 +161,7 @@ load_checkpoint() {
     load_err='no such directory'
     return 1
   fi
-  if [[ -L $ck/COMPLETE || ! -f $ck/COMPLETE ]]; then
+  if [[ ! -f $ck/COMPLETE ]]; then
     load_err='no COMPLETE marker (an incomplete checkpoint)'
     return 1
   fi
@@ -222,15 +222,15 @@ write_checkpoint() {
   written=$final
 }
 
-# Deletes our oldest complete checkpoints beyond --keep (never the one just written; only step-*
-# names, so a user's own complete directories are left alone), temp dirs older than a minute and
-# incomplete step-* dirs older than a minute (left by kills).
+# Deletes our oldest complete checkpoints beyond --keep (never the one just written; only real
+# step-* directories, so a user's own checkpoints and symlinks are left alone), temp dirs older than
+# a minute and incomplete step-* dirs older than a minute (left by kills).
 prune() {
   local -a cks=() ours=()
   local ck i d
   mapfile -d '' -t cks < <(list_complete "$ckdir")
   for ck in "${cks[@]}"; do
-    if [[ ${ck##*/} =~ ^step-[0-9]+$ ]]; then ours+=("$ck"); fi
+    if [[ ${ck##*/} =~ ^step-[0-9]+$ && ! -L $ck ]]; then ours+=("$ck"); fi
   done
   for ((i = 0; i < ${#ours[@]} - keep; i++)); do
     ck=${ours[i]}
@@ -269,11 +269,12 @@ finish() {
   exit 0
 }
 
-started=0
+started=0 saved=0
+# shellcheck disable=SC2317 # also called from the ERR trap
 stop_if_signalled() {
   if [[ -n $caught ]]; then
     if ((started)); then
-      say "train: caught SIG$caught after step $step; exiting (the last checkpoint has step $step)"
+      say "train: caught SIG$caught; exiting at step $saved (its checkpoint is written)"
     else
       say "train: caught SIG$caught before starting; exiting"
     fi
@@ -283,21 +284,36 @@ stop_if_signalled() {
 
 # ------------------------------------------------------------------------------------------- start
 step=0 sum=0 attempts='' from=scratch
-if [[ -n ${AUTO_RESUME_CHECKPOINT:-} ]]; then
-  load_checkpoint "$AUTO_RESUME_CHECKPOINT" ||
-    die 3 "AUTO_RESUME_CHECKPOINT=$AUTO_RESUME_CHECKPOINT: $load_err; refusing to start over"
-  from=$AUTO_RESUME_CHECKPOINT
-else
+# Rank 0 refuses to start over from a checkpoint it cannot load (exit 3). A follower (rank > 0) may
+# simply have lost a race with rank 0's pruning, on another node: it warns and follows the newest
+# checkpoint there is instead, so that it never fails the step for that.
+cannot_load() {
+  if ((writer)); then die 3 "$1: $load_err; refusing to start over"; fi
+  printf 'train: rank %s: warning: %s: %s; following the newest checkpoint instead\n' \
+    "$SLURM_PROCID" "$1" "$load_err" >&2
+  load_newest || step=0 sum=0 attempts='' from=scratch
+}
+newest=''
+load_newest() {
+  local ck
   newest=''
   while IFS= read -r -d '' ck; do newest=$ck; done < <(list_complete "$ckdir")
-  if [[ -n $newest ]]; then
-    load_checkpoint "$newest" || die 3 "newest checkpoint $newest: $load_err; refusing to start over"
-    from=$newest
+  if [[ -z $newest ]]; then return 0; fi
+  load_checkpoint "$newest" || return 1
+  from=$newest
+}
+if [[ -n ${AUTO_RESUME_CHECKPOINT:-} ]]; then
+  if load_checkpoint "$AUTO_RESUME_CHECKPOINT"; then
+    from=$AUTO_RESUME_CHECKPOINT
+  else
+    cannot_load "AUTO_RESUME_CHECKPOINT=$AUTO_RESUME_CHECKPOINT"
   fi
+elif ! load_newest; then
+  cannot_load "newest checkpoint $newest"
 fi
 
 stop_if_signalled # the scan above may have been cut short by the signal
-started=1
+started=1 saved=$step
 if ((!writer)); then
   printf 'train: rank %s: following rank 0, which writes the checkpoints\n' "$SLURM_PROCID"
 fi
@@ -311,8 +327,10 @@ while ((step < steps)); do
   sleep "$step_seconds" &
   sleep_pid=$!
   wait "$sleep_pid" || true # returns early when a trapped signal arrives
-  kill "$sleep_pid" 2>/dev/null || true
-  stop_if_signalled
+  if [[ -n $caught ]]; then
+    kill "$sleep_pid" 2>/dev/null || true
+    stop_if_signalled
+  fi
   step=$((step + 1))
   sum=$((sum + step))
   if ((!contributed)); then
@@ -322,13 +340,17 @@ while ((step < steps)); do
   if ((writer)); then
     # In a subshell that ignores SIGTERM/SIGINT, as do the commands it runs (ignored signals are
     # inherited), so that a signal sent to the whole step cannot cut a write short; the main shell
-    # notes it and stops after this step.
-    (
+    # notes it and stops after this step. Should the signal land before the subshell ignores it,
+    # the subshell dies before writing anything, bash's own "Terminated" notice is discarded
+    # (2>/dev/null, while the subshell's stderr stays on fd 3) and on_err stops as planned.
+    { (
+      exec 2>&3 3>&-
       trap '' TERM INT
       write_checkpoint
       prune
-    )
+    ); } 3>&2 2>/dev/null
   fi
+  saved=$step
   say "train: step $step"
 done
 stop_if_signalled

@@ -137,7 +137,8 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   std::vector<std::shared_ptr<Check>> checks;
   std::shared_ptr<KernelLogCheck> kernel_log;
   if (config.kernel_log.enabled) {
-    kernel_log = std::make_shared<KernelLogCheck>(config.kernel_log, config.host_root);
+    kernel_log = std::make_shared<KernelLogCheck>(config.kernel_log, config.host_root,
+                                                  config.state_dir / "kernel_log.json");
     checks.push_back(kernel_log);
   }
   Engine engine(checks, responder, config.policy.check_deadline);

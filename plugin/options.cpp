@@ -13,4 +13,12 @@ std::expected<bool, std::string> parse_auto_resume_value(const char* value, Valu
   return std::unexpected("invalid value '" + std::string(v) + "' for --" + kOptionName + ": expected 0 or 1");
 }
 
+std::expected<std::string, std::string> parse_checkpoint_dir(const char* value) {
+  std::string_view v(value ? value : "");
+  if (v.empty() || v.front() != '/')
+    return std::unexpected("invalid value '" + std::string(v) + "' for --" + kCheckpointOptionName +
+                           ": expected an absolute directory path");
+  return std::string(v);
+}
+
 }  // namespace ar::plugin

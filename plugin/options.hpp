@@ -20,6 +20,11 @@ enum class ValueSource { command_line, forwarded_by_slurm };
 std::expected<bool, std::string> parse_auto_resume_value(const char* value,
                                                          ValueSource source = ValueSource::command_line);
 
+inline constexpr const char* kCheckpointOptionName = "auto-resume-checkpoint-dir";
+
+// --auto-resume-checkpoint-dir=DIR: an absolute path (the job's steps start in other directories).
+std::expected<std::string, std::string> parse_checkpoint_dir(const char* value);
+
 // The environment variable through which Slurm forwards the option from sbatch/salloc to the srun
 // commands inside the allocation.
 inline constexpr const char* kForwardedOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_auto_resume_auto_resume";

@@ -4,7 +4,9 @@
 // Rules kept here: no exception crosses the C boundary (every hook catches everything); no hook ever
 // fails a job because of the daemon; every message starts with "auto-resume: ".
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +19,7 @@ extern "C" {
 }
 
 #include "auto_resume/protocol.hpp"
+#include "checkpoint.hpp"
 #include "options.hpp"
 #include "plugstack_args.hpp"
 #include "spank_handle.hpp"
@@ -46,6 +49,8 @@ struct PluginState {
   bool configured = false;           // plugstack arguments parsed without error
   ar::plugin::PlugstackArgs args;
   std::optional<bool> auto_resume;   // set by the option callback when the user gave the option
+  std::string checkpoint_dir;        // --auto-resume-checkpoint-dir
+  std::uint32_t reported_restart_count = 0;
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
   std::string node;
@@ -85,7 +90,27 @@ int option_callback(int /*val*/, const char* optarg, int remote) {
   }
 }
 
-// Slurm keeps a pointer to the option, so it must outlive the call.
+int checkpoint_dir_callback(int /*val*/, const char* optarg, int /*remote*/) {
+  try {
+    auto v = ar::plugin::parse_checkpoint_dir(optarg);
+    if (!v) {
+      log_error(v.error());
+      return -1;
+    }
+    state().checkpoint_dir = *v;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Slurm keeps a pointer to the options, so they must outlive the call.
+struct spank_option checkpoint_dir_option = {
+    const_cast<char*>(ar::plugin::kCheckpointOptionName), const_cast<char*>("DIR"),
+    const_cast<char*>("Where this job writes checkpoints (one subdirectory each, complete once it holds a file "
+                      "named COMPLETE). Each step gets the newest complete one in $AUTO_RESUME_CHECKPOINT."),
+    1, 0, checkpoint_dir_callback};
+
 struct spank_option auto_resume_option = {
     const_cast<char*>(ar::plugin::kOptionName), const_cast<char*>("[0|1]"),
     const_cast<char*>("Requeue and restart this job (or step) from its last checkpoint when a node it runs on "
@@ -96,6 +121,8 @@ bool is_reported_step(std::uint32_t step_id) {
   // The extern step holds no user tasks; every other step (batch script, srun steps) is reported.
   return step_id != ar::proto::kExternStep;
 }
+
+std::uint32_t restart_count_from_env(const SpankHandle& h);
 
 void start_step(spank_t sp) {
   auto& s = state();
@@ -128,8 +155,67 @@ void start_step(spank_t sp) {
   msg.node = *node;
   msg.uid = h.uid().value_or(0);
   msg.auto_resume = s.auto_resume.value_or(false);
-  msg.restart_count = h.u32(S_SLURM_RESTART_COUNT).value_or(0);
+  // srun steps have SLURM_RESTART_COUNT from the batch script; the batch step gets it only in the task
+  // (corrected from prepare_task). S_SLURM_RESTART_COUNT reads 0 either way on 22.05.
+  msg.restart_count = std::max(h.u32(S_SLURM_RESTART_COUNT).value_or(0), restart_count_from_env(h));
+  s.reported_restart_count = msg.restart_count;
   s.reporter->report(msg);
+}
+
+// Runs in the task as the job's user, so the checkpoint directory is read with the user's rights, as
+// the training code will read it.
+void export_checkpoint(spank_t sp) {
+  auto& s = state();
+  if (s.checkpoint_dir.empty()) return;
+  spank_setenv(sp, "AUTO_RESUME_CHECKPOINT_DIR", s.checkpoint_dir.c_str(), 1);
+  std::error_code ec;
+  if (!std::filesystem::exists(s.checkpoint_dir, ec)) return;  // a first attempt has written none yet
+  auto newest = ar::plugin::newest_complete_checkpoint(s.checkpoint_dir);
+  if (!newest) {
+    log_error(newest.error());
+    return;
+  }
+  if (*newest) spank_setenv(sp, "AUTO_RESUME_CHECKPOINT", (*newest)->c_str(), 1);
+  else spank_unsetenv(sp, "AUTO_RESUME_CHECKPOINT");
+}
+
+std::uint32_t restart_count_from_env(const SpankHandle& h) {
+  if (auto env = h.job_env("SLURM_RESTART_COUNT")) {
+    try {
+      return static_cast<std::uint32_t>(std::stoul(*env));
+    } catch (...) {
+      log_error("SLURM_RESTART_COUNT='" + *env + "' is not a number");
+    }
+  }
+  return 0;
+}
+
+// In the task, just before exec: the batch step's environment only now holds SLURM_RESTART_COUNT
+// (Slurm 22.05 leaves S_SLURM_RESTART_COUNT at 0 and adds the variable late). So the variables the
+// training code reads are set here, and a batch step reported with a stale count is corrected.
+void prepare_task(spank_t sp) {
+  auto& s = state();
+  SpankHandle h(sp);
+  const std::uint32_t restart_count = restart_count_from_env(h);
+  spank_setenv(sp, "AUTO_RESUME", s.auto_resume.value_or(false) ? "1" : "0", 1);
+  spank_setenv(sp, "AUTO_RESUME_ATTEMPT", std::to_string(restart_count + 1).c_str(), 1);
+  export_checkpoint(sp);
+
+  if (!s.reporter || s.reporter->disabled() || restart_count <= s.reported_restart_count) return;
+  if (h.u32(S_TASK_ID).value_or(1) != 0) return;  // one correction per step is enough
+  // This process is the forked task: it must not touch the parent's connection. A fresh one, bounded
+  // by the same timeout, carries the corrected start.
+  ar::proto::StepStart msg;
+  msg.job_id = s.job_id;
+  msg.step_id = s.step_id;
+  msg.node = s.node;
+  msg.uid = h.uid().value_or(0);
+  msg.auto_resume = s.auto_resume.value_or(false);
+  msg.restart_count = restart_count;
+  auto path = ar::plugin::expand_socket_template(s.args.socket_template, s.node);
+  if (!path) return;
+  if (auto r = ar::call(*path, ar::proto::to_json(ar::proto::Request{msg}), s.args.timeout); !r)
+    log_error("healthd at " + *path + " not reachable for the restart count (" + r.error() + ")");
 }
 
 }  // namespace
@@ -149,9 +235,8 @@ __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, 
       // the option stays registered (scripts using it keep working) and nothing is reported.
       log_error("plugstack.conf: " + args.error() + "; the plugin is disabled");
     }
-    if (spank_option_register(sp, &auto_resume_option) != ESPANK_SUCCESS) {
-      log_error("cannot register --auto-resume");
-    }
+    for (auto* opt : {&auto_resume_option, &checkpoint_dir_option})
+      if (spank_option_register(sp, opt) != ESPANK_SUCCESS) log_error(std::string("cannot register --") + opt->name);
   } catch (...) {
     slurm_error("auto-resume: init: unexpected error; the plugin is disabled");
     state().configured = false;
@@ -164,6 +249,15 @@ __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp,
     if (spank_context() == S_CTX_REMOTE && state().configured) start_step(sp);
   } catch (...) {
     slurm_error("auto-resume: step start: unexpected error");
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int slurm_spank_task_init(spank_t sp, int, char**) {
+  try {
+    if (spank_context() == S_CTX_REMOTE && state().configured) prepare_task(sp);
+  } catch (...) {
+    slurm_error("auto-resume: task init: unexpected error");
   }
   return 0;
 }

@@ -1,5 +1,12 @@
 #include "kernel_log_check.hpp"
 
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "state/atomic_file.hpp"
+
 namespace ar::healthd {
 
 std::vector<KernelLogRule> default_kernel_log_rules() {
@@ -50,9 +57,58 @@ std::vector<KernelLogRule> all_rules(const KernelLogConfig& config) {
 }
 }  // namespace
 
-KernelLogCheck::KernelLogCheck(const KernelLogConfig& config, const std::filesystem::path& host_root)
-    : config_(config), reader_(under_root(host_root, config.path)), matcher_(all_rules(config)) {
+KernelLogCheck::KernelLogCheck(const KernelLogConfig& config, const std::filesystem::path& host_root,
+                               std::filesystem::path state_file)
+    : config_(config),
+      reader_(under_root(host_root, config.path)),
+      matcher_(all_rules(config)),
+      state_file_(std::move(state_file)) {
   if (auto r = reader_.open(); !r) reader_error_ = r.error();
+  load();
+}
+
+namespace {
+// Steady-clock times do not survive a restart; the state file holds wall-clock ages.
+std::int64_t age_ms(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+void KernelLogCheck::save_locked() const {
+  if (state_file_.empty()) return;
+  nlohmann::json faults = nlohmann::json::array();
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& [code, f] : active_)
+    faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines},
+                      {"first_seen_ms", now_ms - age_ms(f.first_seen)}, {"last_seen_ms", now_ms - age_ms(f.last_seen)}});
+  if (auto r = write_file_atomically(state_file_, nlohmann::json{{"version", 1}, {"active", faults}}.dump()); !r)
+    spdlog::error("kernel_log: {}", r.error());
+}
+
+void KernelLogCheck::load() {
+  if (state_file_.empty()) return;
+  std::ifstream in(state_file_);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  try {
+    auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    for (const auto& fj : j.at("active")) {
+      KernelLogFault f;
+      f.code = fj.at("code").get<std::string>();
+      f.message = fj.at("message").get<std::string>();
+      f.action = parse_action(fj.at("action").get<std::string>()).value_or(Action::drain);
+      f.lines = fj.at("lines").get<std::uint64_t>();
+      f.first_seen = Clock::now() - std::chrono::milliseconds(now_ms - fj.at("first_seen_ms").get<std::int64_t>());
+      f.last_seen = Clock::now() - std::chrono::milliseconds(now_ms - fj.at("last_seen_ms").get<std::int64_t>());
+      active_[f.code] = f;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("kernel_log: {}: unreadable, starting without remembered faults: {}", state_file_.string(), e.what());
+  }
 }
 
 bool KernelLogCheck::poll() {
@@ -75,6 +131,7 @@ bool KernelLogCheck::poll() {
       f->lines = 1;
       active_[f->code] = *f;
       new_fault = true;
+      save_locked();
     } else {
       it->second.last_seen = now;  // the same fault again within its hold: one event, longer hold
       ++it->second.lines;
@@ -93,8 +150,12 @@ CheckResult KernelLogCheck::judge(Clock::time_point now) {
   CheckResult r;
   r.check = name();
   r.at = std::chrono::system_clock::now();
+  // A fault is never dropped before a sweep has reported it, however late that sweep comes.
+  auto before = active_.size();
   for (auto it = active_.begin(); it != active_.end();)
-    it = (now - it->second.last_seen > config_.hold) ? active_.erase(it) : std::next(it);
+    it = (it->second.judged && now - it->second.last_seen > config_.hold) ? active_.erase(it) : std::next(it);
+  if (active_.size() != before) save_locked();
+  for (auto& [code, f] : active_) f.judged = true;
 
   const KernelLogFault* worst = nullptr;
   nlohmann::json faults = nlohmann::json::array();

@@ -30,6 +30,7 @@ struct KernelLogFault {
   std::chrono::steady_clock::time_point first_seen;
   std::chrono::steady_clock::time_point last_seen;
   std::uint64_t lines = 0;
+  bool judged = false;  // reported by a sweep at least once: only then may its hold run out
 };
 
 class KernelLogMatcher {
@@ -50,7 +51,10 @@ class KernelLogCheck : public Check {
  public:
   using Clock = std::chrono::steady_clock;
 
-  KernelLogCheck(const KernelLogConfig& config, const std::filesystem::path& host_root);
+  // `state_file` keeps the active faults across restarts: the lines that announced them are behind
+  // the reader's start position after a restart, and a fault must not be forgotten with them.
+  KernelLogCheck(const KernelLogConfig& config, const std::filesystem::path& host_root,
+                 std::filesystem::path state_file = {});
 
   std::string name() const override { return "kernel_log"; }
   CheckResult run() override;
@@ -61,6 +65,8 @@ class KernelLogCheck : public Check {
 
  private:
   CheckResult judge(Clock::time_point now);
+  void save_locked() const;
+  void load();
 
   std::mutex mutex_;  // run() on the check thread, poll() on the event loop
   KernelLogConfig config_;
@@ -68,6 +74,7 @@ class KernelLogCheck : public Check {
   KernelLogMatcher matcher_;
   std::string reader_error_;
   std::map<std::string, KernelLogFault> active_;
+  std::filesystem::path state_file_;
 };
 
 }  // namespace ar::healthd

@@ -211,7 +211,7 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     journal_.mark_requeued(e.job_id, e.restart_count);
     timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
                                                                       " was already requeued"});
-    followed_.push_back({e.job_id, e.restart_count + 1, now});
+    followed_.push_back({e.job_id, e.restart_count + 1, now, now});
     return true;
   }
   if (e.restart_count >= policy_.max_resumes) {
@@ -232,7 +232,7 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     if (again && again->restart_count > e.restart_count) {
       journal_.mark_requeued(e.job_id, e.restart_count);
       timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error()});
-      followed_.push_back({e.job_id, e.restart_count + 1, now});
+      followed_.push_back({e.job_id, e.restart_count + 1, now, now});
       return true;
     }
     return std::unexpected(r.error());
@@ -245,7 +245,7 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
   if (comment.size() > 240) comment = comment.substr(0, 237) + "...";
   if (auto c = slurm_.set_comment(e.job_id, comment); !c) spdlog::warn("job {}: comment: {}", e.job_id, c.error());
   release_hold(e.job_id);
-  followed_.push_back({e.job_id, e.restart_count + 1, now});
+  followed_.push_back({e.job_id, e.restart_count + 1, now, now});
   return true;
 }
 
@@ -270,13 +270,20 @@ void Responder::release_hold(std::uint32_t job_id) {
 }
 
 void Responder::follow_requeued(WallTime now) {
-  std::erase_if(followed_, [&](const Followed& f) {
+  std::erase_if(followed_, [&](Followed& f) {
+    if (now < f.next_look) return false;
     auto job = slurm_.job(f.job_id);
-    if (!job) return now - f.since > std::chrono::minutes(10);
-    if (job->state == "RUNNING" && job->restart_count >= f.restart_count) {
+    if (!job) {
+      // Slurm not answering: look again later rather than stall the engine on every pass.
+      f.next_look = now + std::chrono::seconds(5);
+      return now - f.since > std::chrono::minutes(10);
+    }
+    if (job->restart_count >= f.restart_count && job->state != "PENDING") {
       auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "on %s, %.1f s after the requeue", job->node_list.c_str(), secs);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s on %s, %.1f s after the requeue",
+                    job->state == "RUNNING" ? "running" : ("started and now " + job->state).c_str(),
+                    job->node_list.c_str(), secs);
       timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "running again", buf});
       return true;
     }

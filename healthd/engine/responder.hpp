@@ -77,6 +77,7 @@ class Responder {
     std::uint32_t job_id;
     std::uint32_t restart_count;  // the attempt that is to run
     WallTime since;
+    WallTime next_look;
   };
 
   std::string node_;

@@ -75,7 +75,15 @@ void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point 
   auto& job = jobs_[m.job_id];
   job.job_id = m.job_id;
   job.uid = m.uid;
-  // A step of an older attempt reported late must not roll the job back.
+  // A step of an older attempt reported late must not roll the job back. A newer attempt means every
+  // step of the older ones is over, whether or not their end was reported (a killed node's steps are not).
+  if (m.restart_count > job.restart_count) {
+    for (auto& [key, step] : job.steps)
+      if (key.first < m.restart_count && step.running) {
+        step.running = false;
+        step.ended_at = now;
+      }
+  }
   job.restart_count = std::max(job.restart_count, m.restart_count);
   StepRecord s;
   s.step_id = m.step_id;

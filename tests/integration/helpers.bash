@@ -49,3 +49,35 @@ if not jobs:
 job = jobs[0]
 print(eval(sys.argv[2]))' "$2" "$3"
 }
+
+# inject_fault NODE LINE: a kernel-log line on NODE, the way the kernel would write it.
+inject_fault() { printf '%s\n' "$2" >>"${AR_CLUSTER_DIR}/host/$1/var/log/kern.log"; }
+xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }
+
+node_state() { sinfo -h -n "$1" -o '%T'; }
+node_reason() { scontrol show node "$1" -o | grep -o 'Reason=.*' | sed 's/ \[[^]]*\]$//; s/^Reason=//'; }
+node_idle() { [ "$(node_state "$1")" = idle ]; }
+job_restarts() { scontrol show job "$1" -o | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
+job_nodes() { scontrol show hostnames "$(scontrol show job "$1" -o | grep -o ' NodeList=[^ ]*' | cut -d= -f2)"; }
+job_comment() { scontrol show job "$1" -o | grep -o 'Comment=.*' | sed 's/^Comment=//; s/ [A-Z][A-Za-z]*=.*$//'; }
+job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
+
+# Puts the cluster back as the next test expects it: no jobs, every node idle. healthd's own drains
+# come back by themselves once the fault's hold has passed; an admin drain left by a test is undone.
+reset_cluster() {
+  # A test that stopped slurmctld and failed before restarting it must not take the next ones down.
+  if ! scontrol ping 2>/dev/null | grep -q UP; then
+    slurmctld -f "$SLURM_CONF" 3>&-
+    wait_until 60 bash -c "scontrol ping | grep -q UP"
+  fi
+  scancel --user=root 2>/dev/null || true
+  wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
+  local node
+  for node in n1 n2 n3; do
+    if ! wait_until 30 node_idle "$node"; then
+      sinfo -N -o '%N %T %E' >&2
+      scontrol update nodename="$node" state=resume 2>/dev/null || true
+      wait_until 30 node_idle "$node"
+    fi
+  done
+}

@@ -45,10 +45,12 @@ TEST(JobRegistry, RequeuedJobKeepsAttemptsApart) {
   JobRegistry r("/nonexistent");
   r.step_started({9, 0, "n1", 0, true, 0}, t0);
   r.step_ended({9, 0, "n1"}, t0 + 1s);
+  r.step_started({9, proto::kBatchStep, "n1", 0, true, 0}, t0);  // its end never reported
   r.step_started({9, 0, "n1", 0, true, 1}, t0 + 5s);
   const auto& job = r.jobs().at(9);
   EXPECT_EQ(job.restart_count, 1u);
-  EXPECT_EQ(job.steps.size(), 2u);
+  EXPECT_EQ(job.steps.size(), 3u);
+  EXPECT_FALSE(job.steps.at({0, proto::kBatchStep}).running);
   EXPECT_TRUE(job.steps.at({1, 0}).running);
   EXPECT_FALSE(job.steps.at({0, 0}).running);
   // A late message of the older attempt does not roll the job back.

@@ -68,3 +68,13 @@ TEST(SocketTemplate, ExpandsNodeAndPercent) {
   EXPECT_FALSE(expand_socket_template("/run/%", "n1"));
   EXPECT_FALSE(expand_socket_template("/run/%j", "n1"));
 }
+
+TEST(CheckpointDirOption, AbsolutePathsOnly) {
+  EXPECT_EQ(parse_checkpoint_dir("/fsx/ckpt"), "/fsx/ckpt");
+  for (const char* bad : {"", "ckpt", "./ckpt"}) {
+    auto r = parse_checkpoint_dir(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("--auto-resume-checkpoint-dir"), std::string::npos);
+  }
+  EXPECT_FALSE(parse_checkpoint_dir(nullptr));
+}
