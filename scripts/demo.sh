@@ -1,48 +1,106 @@
 #!/usr/bin/env bash
 # The README's main command: sets up this machine, builds, starts a real three-node Slurm cluster
-# (munge, slurmctld, slurmd n1..n3, one healthd per node) under a temp directory, runs an
-# auto-resume job whose training step fails, and shows what each node's healthd saw.
+# (munge, slurmctld, slurmd n1..n3, one healthd per node) under a temp directory, runs an auto-resume
+# training job, makes a GPU fall off the bus under it (an XID 79 line in that node's kernel log), and
+# shows what happened: the drain, the requeue, the job running again on healthy nodes from its last
+# checkpoint, the timeline, and the seconds it took next to what a plain Slurm requeue costs.
 # Needs root (it starts munge and Slurm daemons). Leaves the cluster running for you to explore;
-# `tests/cluster/cluster.sh stop DIR` stops it.
+# `tests/cluster/cluster.sh stop DIR` stops it. AR_DEMO_BASELINE=0 skips the plain-requeue baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 dir=${AR_DEMO_DIR:-/tmp/ar-demo}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+state_of() { scontrol show job "$1" -o | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+restarts_of() { scontrol show job "$1" -o | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
+# wait_for SECONDS CMD...: polls every 0.05 s.
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    ((SECONDS < deadline)) || { echo "demo: timed out waiting for: $*" >&2; return 1; }
+    sleep 0.05
+  done
+}
+running_attempt() { [ "$(state_of "$1")" = RUNNING ] && [ "$(restarts_of "$1")" = "$2" ]; }
+finished() { case "$(state_of "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) return 0 ;; *) return 1 ;; esac; }
+checkpoints() { find "$dir/ckpt" -maxdepth 2 -name COMPLETE 2>/dev/null | wc -l; }
 
 say "installing dependencies and building (release preset)"
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-
 build=$root/build/release
-export AR_PLUGIN=$build/plugin/auto_resume.so AR_HEALTHD=$build/healthd/healthd
+healthctl=$build/healthd/healthctl
+
 say "starting a 3-node Slurm cluster in $dir"
+mkdir -p "$dir"
+rm -rf "$dir/host" "$dir/ckpt" "$dir/etc/healthd.toml"
+for node in n1 n2 n3; do mkdir -p "$dir/host/$node/var/log" && : >"$dir/host/$node/var/log/kern.log"; done
+# Each node's "host" is a directory: its kernel log is a file there (on a real node: /dev/kmsg).
+cat >"$dir/healthd.toml" <<TOML
+[daemon]
+host_root = "$dir/host/%n"
+[policy]
+check_interval_s = 2
+[checks.kernel_log]
+path = "/var/log/kern.log"
+poll_interval_ms = 100
+hold_s = 60
+TOML
+export AR_PLUGIN=$build/plugin/auto_resume.so AR_HEALTHD=$build/healthd/healthd AR_HEALTHD_CONFIG=$dir/healthd.toml
 tests/cluster/cluster.sh start "$dir"
 # shellcheck disable=SC1091
 source "$dir/env.sh"
 sinfo
 
-say "submitting: sbatch --auto-resume=1 -N2 (its srun step exits 3 on every task)"
-# shellcheck disable=SC2016 # expanded by the job, not here
-job=$(sbatch --parsable --auto-resume=1 -N2 -o "$dir/demo-%j.out" \
-  --wrap 'srun bash -c "echo rank \$SLURM_PROCID on \$SLURMD_NODENAME; exit 3"; echo script done' | cut -d';' -f1)
+say "submitting a 2-node auto-resume training job (40 steps, a checkpoint after each)"
+job=$(sbatch --parsable --auto-resume=1 --auto-resume-checkpoint-dir="$dir/ckpt" -N2 -o "$dir/demo-%j.out" \
+  --wrap "srun -N2 --ntasks-per-node=1 $root/examples/train.sh --steps 40 --step-seconds 0.25 \
+          --checkpoint-dir $dir/ckpt --result $dir/result" | cut -d';' -f1)
 echo "job $job submitted"
-for _ in $(seq 1 300); do
-  state=$(scontrol show job "$job" -o | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
-  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
-  sleep 0.2
-done
-echo "job $job ended: $state"
-cat "$dir/demo-$job.out"
+wait_for 60 running_attempt "$job" 0
+wait_for 60 bash -c "[ \$(find $dir/ckpt -maxdepth 2 -name COMPLETE 2>/dev/null | wc -l) -ge 3 ]"
+victim=$(scontrol show hostnames "$(squeue -h -j "$job" -o %N)" | tail -1)
+echo "job $job runs on $(squeue -h -j "$job" -o %N); $(checkpoints) checkpoints written"
 
-nodes=$(scontrol show job "$job" -o | grep -o ' NodeList=[^ ]*' | cut -d= -f2)
-for node in $(scontrol show hostnames "$nodes"); do
-  say "healthctl jobs on $node"
-  "$build/healthd/healthctl" --socket "$dir/run/healthd-$node.sock" jobs
-done
-say "healthctl status on n1"
-"$build/healthd/healthctl" --socket "$dir/run/healthd-n1.sock" status
+say "injecting the fault: GPU on $victim falls off the bus (XID 79 in its kernel log)"
+t0=$(date +%s.%N)
+echo "NVRM: Xid (PCI:0000:17:00): 79, pid=$$, name=python, GPU has fallen off the bus." \
+  >>"$dir/host/$victim/var/log/kern.log"
+wait_for 120 running_attempt "$job" 1
+t1=$(date +%s.%N)
+recovered=$(echo "$t1 - $t0" | bc)
+echo "job $job is RUNNING again on $(squeue -h -j "$job" -o %N) (attempt 2), $recovered s after the fault"
+sinfo -R
 
-say "the cluster is still running; stop it with: tests/cluster/cluster.sh stop $dir"
+say "waiting for the training to finish"
+wait_for 120 finished "$job"
+echo "job $job ended: $(state_of "$job"), restarts: $(restarts_of "$job")"
+grep '^train: \(attempt\|done\)' "$dir/demo-$job.out" || true
+echo "scontrol show job $job: $(scontrol show job "$job" -o | grep -o 'Comment=.*' | sed 's/ [A-Z][A-Za-z]*=.*$//')"
+
+say "healthctl explain $job (on $victim)"
+"$healthctl" --socket "$dir/run/healthd-$victim.sock" explain "$job"
+say "healthctl status (on $victim)"
+"$healthctl" --socket "$dir/run/healthd-$victim.sock" status
+
+baseline="not measured (AR_DEMO_BASELINE=0)"
+if [ "${AR_DEMO_BASELINE:-1}" = 1 ]; then
+  say "baseline: the same 2-node job requeued with plain 'scontrol requeue' (Slurm holds it; takes minutes)"
+  scontrol update nodename="$victim" state=resume 2>/dev/null || true
+  plain=$(sbatch --parsable -N2 -o /dev/null --wrap 'srun -N2 sleep 600' | cut -d';' -f1)
+  wait_for 60 running_attempt "$plain" 0
+  b0=$(date +%s.%N)
+  scontrol requeue "$plain"
+  wait_for 400 running_attempt "$plain" 1
+  baseline="$(echo "$(date +%s.%N) - $b0" | bc) s"
+  scancel "$plain"
+fi
+
+say "summary"
+printf '  fault -> running again with auto-resume:   %s s\n' "$recovered"
+printf '  plain scontrol requeue -> running again:   %s\n' "$baseline"
+printf '  result of the training job:                %s\n' "$(cat "$dir/result")"
+echo
+echo "the cluster is still running: source $dir/env.sh; stop it with: tests/cluster/cluster.sh stop $dir"

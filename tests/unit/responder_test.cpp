@@ -1,0 +1,228 @@
+// The responder's policy against a recording Slurm: what it drains, requeues and resumes, and what it
+// never touches.
+#include <gtest/gtest.h>
+
+#include "engine/responder.hpp"
+#include "temp_dir.hpp"
+
+using namespace ar::healthd;
+using namespace std::chrono_literals;
+
+namespace {
+
+class FakeSlurm : public SlurmClient {
+ public:
+  std::map<std::string, NodeInfo> nodes;
+  std::map<std::uint32_t, JobInfo> jobs;
+  std::vector<std::string> calls;
+  bool answering = true;
+
+  std::expected<NodeInfo, std::string> node(const std::string& name) override {
+    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
+    return nodes.at(name);
+  }
+  std::expected<std::vector<NodeInfo>, std::string> partition_nodes(const std::string&) override {
+    std::vector<NodeInfo> out;
+    for (auto& [n, i] : nodes) out.push_back(i);
+    return out;
+  }
+  std::expected<JobInfo, std::string> job(std::uint32_t id) override {
+    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
+    return jobs.at(id);
+  }
+  std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string&) override { return {}; }
+  std::expected<void, std::string> drain(const std::string& n, const std::string& reason) override {
+    calls.push_back("drain " + n);
+    nodes[n].state = "MIXED+DRAIN";
+    nodes[n].reason = reason;
+    return {};
+  }
+  std::expected<void, std::string> resume(const std::string& n) override {
+    calls.push_back("resume " + n);
+    nodes[n].state = "IDLE";
+    nodes[n].reason.clear();
+    return {};
+  }
+  std::expected<void, std::string> set_reason(const std::string& n, const std::string& r) override {
+    nodes[n].reason = r;
+    return {};
+  }
+  std::expected<void, std::string> requeue(std::uint32_t id) override {
+    calls.push_back("requeue " + std::to_string(id));
+    if (jobs[id].state != "RUNNING") return std::unexpected(std::string("Job is pending execution"));
+    jobs[id].state = "PENDING";
+    jobs[id].restart_count++;
+    return {};
+  }
+  std::expected<void, std::string> release_hold(std::uint32_t id) override {
+    calls.push_back("release " + std::to_string(id));
+    return {};
+  }
+  std::expected<void, std::string> set_comment(std::uint32_t id, const std::string& c) override {
+    jobs[id].comment = c;
+    return {};
+  }
+  int count(const std::string& call) const { return static_cast<int>(std::count(calls.begin(), calls.end(), call)); }
+};
+
+struct Fixture {
+  ar::test::TempDir dir;
+  FakeSlurm slurm;
+  Journal journal{dir / "journal.json"};
+  Timeline timeline{dir / "timeline.json"};
+  PolicyConfig policy;
+  std::unique_ptr<Responder> responder;
+  WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
+
+  explicit Fixture(PolicyConfig p = {}) : policy(p) {
+    for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.nodes[n] = NodeInfo{n, "IDLE", "", {"debug"}};
+    slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
+    responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
+  }
+  void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}) {
+    CheckResult r;
+    r.check = "kernel_log";
+    if (faulty) {
+      r.status = Status::fault;
+      r.code = "GPU-XID-79";
+      r.message = "fallen off the bus";
+      r.action = Action::drain;
+    }
+    responder->on_sweep({r}, jobs, std::nullopt, now);
+    responder->run_due(now);
+    now += 1s;
+  }
+};
+
+}  // namespace
+
+TEST(Responder, FaultDrainsAndRequeuesOnceAcrossSweeps) {
+  Fixture f;
+  f.sweep(true);
+  f.sweep(true);
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus");
+  EXPECT_NE(f.slurm.jobs[7].comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
+}
+
+TEST(Responder, JobRequeuedByAnotherNodeIsNotRequeuedAgain) {
+  Fixture f;
+  f.slurm.jobs[7].restart_count = 1;  // another healthd won the race
+  f.slurm.jobs[7].state = "PENDING";
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_TRUE(f.timeline.has_event(7, "requeued elsewhere"));
+}
+
+TEST(Responder, JobsWithoutTheFlagAreNeverRequeued) {
+  Fixture f;
+  f.sweep(true, {{7, 0, false}});
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+}
+
+TEST(Responder, CapReachedLeavesTheJobAndSaysWhy) {
+  PolicyConfig p;
+  p.max_resumes = 1;
+  Fixture f(p);
+  f.slurm.jobs[7].restart_count = 1;
+  f.sweep(true, {{7, 1, true}});
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_NE(f.slurm.jobs[7].comment.find("cap of 1 resumes is reached"), std::string::npos);
+}
+
+TEST(Responder, AdminDrainIsNeverTakenOverNorResumed) {
+  Fixture f;
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "admin: DIMM", {"debug"}};
+  f.sweep(true);
+  for (int i = 0; i < 10; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "admin: DIMM");
+}
+
+TEST(Responder, OwnDrainResumedAfterRecoveryPasses) {
+  PolicyConfig p;
+  p.recovery_passes = 3;
+  Fixture f(p);
+  f.sweep(true);
+  f.sweep(false);
+  f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+TEST(Responder, RepeatedFaultsKeepTheNodeOutForAnAdmin) {
+  PolicyConfig p;
+  p.flap_max_faults = 2;
+  p.recovery_passes = 1;
+  Fixture f(p);
+  f.sweep(true);
+  f.sweep(false);  // resumed after the first fault
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  f.sweep(true);   // the second fault within the window
+  for (int i = 0; i < 5; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_NE(f.slurm.nodes["n2"].reason.find("kept out until an admin resumes it"), std::string::npos);
+}
+
+TEST(Responder, ShareLimitWithholdsTheDrainAndReportsIt) {
+  PolicyConfig p;
+  p.max_drained_share = 0.5;  // 2 of 4 nodes
+  Fixture f(p);
+  f.slurm.nodes["n1"].state = "IDLE+DRAIN";
+  f.slurm.nodes["n3"].state = "DOWN+DRAIN";
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_NE(f.responder->status().value("drain_withheld", "").find("withheld"), std::string::npos);
+}
+
+TEST(Responder, SlurmNotAnsweringKeepsTheActionsPendingUntilItDoes) {
+  Fixture f;
+  f.slurm.answering = false;
+  f.sweep(true);
+  EXPECT_EQ(f.journal.pending().size(), 2u);
+  f.slurm.answering = true;
+  f.now += 120s;  // past the backoff
+  f.responder->run_due(f.now);
+  EXPECT_TRUE(f.journal.pending().empty());
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+TEST(Responder, ARestartedDaemonFinishesThePendingRequeueOnce) {
+  Fixture f;
+  f.slurm.answering = false;
+  f.sweep(true);
+  ASSERT_EQ(f.journal.pending().size(), 2u);
+  // The daemon dies here. A new one loads the journal and carries on.
+  Journal reloaded(f.dir / "journal.json");
+  ASSERT_TRUE(reloaded.load());
+  Responder again("n2", f.policy, f.slurm, reloaded, f.timeline);
+  f.slurm.answering = true;
+  again.run_due(f.now + 1h);
+  again.run_due(f.now + 2h);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_TRUE(reloaded.pending().empty());
+}
+
+TEST(Responder, ApplicationFailureOnAHealthyNodeDoesNothingByDefault) {
+  Fixture f;
+  f.responder->on_sweep({}, {{7, 0, true}}, StepFailure{7, 0, 0, 0, 768, true}, f.now);
+  f.responder->run_due(f.now);
+  EXPECT_TRUE(f.slurm.calls.empty());
+  EXPECT_TRUE(f.timeline.has_event(7, "no fault here"));
+}
+
+TEST(Responder, ResumeOnAnyFailurePolicyRequeuesWithoutDrain) {
+  PolicyConfig p;
+  p.resume_on_any_failure = true;
+  Fixture f(p);
+  f.responder->on_sweep({}, {{7, 0, true}}, StepFailure{7, 0, 0, 0, 768, true}, f.now);
+  f.responder->run_due(f.now);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+}
