@@ -18,6 +18,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
+#include "auto_resume/job_comment.hpp"
 #include "auto_resume/protocol.hpp"
 #include "checkpoint.hpp"
 #include "options.hpp"
@@ -193,6 +194,25 @@ std::uint32_t restart_count_from_env(const SpankHandle& h) {
 // In the task, just before exec: the batch step's environment only now holds SLURM_RESTART_COUNT
 // (Slurm 22.05 leaves S_SLURM_RESTART_COUNT at 0 and adds the variable late). So the variables the
 // training code reads are set here, and a batch step reported with a stale count is corrected.
+// Why the last attempt ended, from the comment healthd left on the job when it requeued it. Asked of
+// slurmctld once, from the batch script's task of a restarted job only (srun steps inherit the
+// variables from the script). The job has just been scheduled, so slurmctld is answering.
+void export_last_attempt(spank_t sp, std::uint32_t job_id) {
+  job_info_msg_t* info = nullptr;
+  if (slurm_load_job(&info, job_id, SHOW_DETAIL) != 0 || info == nullptr) {
+    log_error("cannot read job " + std::to_string(job_id) + " from slurmctld; AUTO_RESUME_LAST_* are not set");
+    return;
+  }
+  std::string comment;
+  if (info->record_count > 0 && info->job_array[0].comment != nullptr) comment = info->job_array[0].comment;
+  slurm_free_job_info_msg(info);
+  auto last = ar::parse_attempt_comment(comment);
+  if (!last) return;  // requeued by someone else (an admin, Slurm itself): nothing of ours to pass on
+  spank_setenv(sp, "AUTO_RESUME_LAST_CODE", last->code.c_str(), 1);
+  spank_setenv(sp, "AUTO_RESUME_LAST_NODE", last->node.c_str(), 1);
+  spank_setenv(sp, "AUTO_RESUME_LAST_REASON", (last->code + " on " + last->node + ": " + last->message).c_str(), 1);
+}
+
 void prepare_task(spank_t sp) {
   auto& s = state();
   SpankHandle h(sp);
@@ -200,6 +220,7 @@ void prepare_task(spank_t sp) {
   spank_setenv(sp, "AUTO_RESUME", s.auto_resume.value_or(false) ? "1" : "0", 1);
   spank_setenv(sp, "AUTO_RESUME_ATTEMPT", std::to_string(restart_count + 1).c_str(), 1);
   export_checkpoint(sp);
+  if (restart_count > 0 && s.step_id == ar::proto::kBatchStep) export_last_attempt(sp, s.job_id);
 
   if (!s.reporter || s.reporter->disabled() || restart_count <= s.reported_restart_count) return;
   if (h.u32(S_TASK_ID).value_or(1) != 0) return;  // one correction per step is enough

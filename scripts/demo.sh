@@ -29,7 +29,7 @@ checkpoints() { find "$dir/ckpt" -maxdepth 2 -name COMPLETE 2>/dev/null | wc -l;
 say "installing dependencies and building (release preset)"
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
+cmake --build --preset release --target auto_resume healthd healthctl
 build=$root/build/release
 healthctl=$build/healthd/healthctl
 
@@ -70,7 +70,7 @@ echo "NVRM: Xid (PCI:0000:17:00): 79, pid=$$, name=python, GPU has fallen off th
   >>"$dir/host/$victim/var/log/kern.log"
 wait_for 120 running_attempt "$job" 1
 t1=$(date +%s.%N)
-recovered=$(echo "$t1 - $t0" | bc)
+recovered=$(printf "%.2f" "$(echo "$t1 - $t0" | bc)")
 echo "job $job is RUNNING again on $(squeue -h -j "$job" -o %N) (attempt 2), $recovered s after the fault"
 sinfo -R
 
@@ -94,7 +94,7 @@ if [ "${AR_DEMO_BASELINE:-1}" = 1 ]; then
   b0=$(date +%s.%N)
   scontrol requeue "$plain"
   wait_for 400 running_attempt "$plain" 1
-  baseline="$(echo "$(date +%s.%N) - $b0" | bc) s"
+  baseline="$(printf "%.1f" "$(echo "$(date +%s.%N) - $b0" | bc)") s"
   scancel "$plain"
 fi
 

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "auto_resume/job_comment.hpp"
+
 namespace ar::healthd {
 namespace {
 
@@ -240,9 +242,7 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
   journal_.mark_requeued(e.job_id, e.restart_count);
   timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "requeued",
                               "attempt " + std::to_string(e.restart_count + 2) + " after " + e.code + " on " + node_});
-  std::string comment = "auto-resume: attempt " + std::to_string(e.restart_count + 1) + " ended: " + e.code + " on " +
-                        node_ + ": " + e.reason;
-  if (comment.size() > 240) comment = comment.substr(0, 237) + "...";
+  std::string comment = format_attempt_comment({e.restart_count + 1, e.code, node_, e.reason});
   if (auto c = slurm_.set_comment(e.job_id, comment); !c) spdlog::warn("job {}: comment: {}", e.job_id, c.error());
   release_hold(e.job_id);
   followed_.push_back({e.job_id, e.restart_count + 1, now, now});

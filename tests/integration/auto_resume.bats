@@ -17,7 +17,7 @@ teardown() { reset_cluster; }
 # checkpoints), with its srun step third in the script so the failing step is not the first.
 submit_training() {
   submit -N2 -o "$WORK/job.out" --open-mode=append "$@" --wrap "
-    echo attempt \$SLURM_RESTART_COUNT AUTO_RESUME_ATTEMPT=\$AUTO_RESUME_ATTEMPT
+    echo attempt \$SLURM_RESTART_COUNT AUTO_RESUME_ATTEMPT=\$AUTO_RESUME_ATTEMPT last=\$AUTO_RESUME_LAST_CODE@\$AUTO_RESUME_LAST_NODE
     srun true
     srun -N1 true
     srun -N2 --ntasks-per-node=1 ${AR_EXAMPLES}/train.sh --steps 16 --step-seconds 0.4 \
@@ -49,7 +49,7 @@ second_node() { job_nodes "$1" | tail -1; }
   [ "$(job_state "$job")" = COMPLETED ]
   [ "$(job_restarts "$job")" = 1 ]
   grep -q "result=OK" "$WORK/result"
-  grep -q "attempt 1 AUTO_RESUME_ATTEMPT=2" "$WORK/job.out"
+  grep -q "attempt 1 AUTO_RESUME_ATTEMPT=2 last=GPU-XID-79@$victim" "$WORK/job.out"
   grep -Eq "train: attempt 1: starting at step [1-9][0-9]* from $WORK/ckpt/step-" "$WORK/job.out"
   [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: GPU-XID-79 on $victim"* ]]
   # the timeline on the faulty node tells the story in order

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "auto_resume/job_comment.hpp"
 #include "auto_resume/protocol.hpp"
 
 using namespace ar::proto;
@@ -78,4 +79,18 @@ TEST(Protocol, StepNames) {
   EXPECT_EQ(step_name(kBatchStep), "batch");
   EXPECT_EQ(step_name(kExternStep), "extern");
   EXPECT_EQ(step_name(3), "3");
+}
+
+TEST(JobComment, RoundTripsAndRefusesOthers) {
+  auto c = ar::format_attempt_comment({1, "GPU-XID-79", "n2", "NVRM: Xid (PCI:0000:17:00): 79, off the bus"});
+  EXPECT_EQ(c, "auto-resume: attempt 1 ended: GPU-XID-79 on n2: NVRM: Xid (PCI:0000:17:00): 79, off the bus");
+  auto p = ar::parse_attempt_comment(c);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->attempt, 1u);
+  EXPECT_EQ(p->code, "GPU-XID-79");
+  EXPECT_EQ(p->node, "n2");
+  EXPECT_EQ(p->message, "NVRM: Xid (PCI:0000:17:00): 79, off the bus");
+  EXPECT_FALSE(ar::parse_attempt_comment("user comment"));
+  EXPECT_FALSE(ar::parse_attempt_comment("auto-resume: not resumed: the cap of 3 resumes is reached"));
+  EXPECT_LE(ar::format_attempt_comment({1, "X", "n", std::string(1000, 'm')}).size(), ar::kMaxCommentBytes);
 }

@@ -1,0 +1,180 @@
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "checks/kernel_log_check.hpp"
+#include "collectors/kernel_log_reader.hpp"
+#include "config/config.hpp"
+#include "temp_dir.hpp"
+
+using namespace ar::healthd;
+using namespace std::chrono_literals;
+
+namespace {
+void append(const std::filesystem::path& f, const std::string& line) { std::ofstream(f, std::ios::app) << line << "\n"; }
+
+struct LogFixture {
+  ar::test::TempDir dir;
+  std::filesystem::path log;
+  KernelLogConfig config;
+  LogFixture() {
+    std::filesystem::create_directories(dir / "var/log");
+    log = dir / "var/log/kern.log";
+    std::ofstream(log) << "NVRM: Xid (PCI:0000:01:00): 79, an old line from before healthd started\n";
+    config.path = "/var/log/kern.log";
+    config.hold = 1s;
+  }
+};
+}  // namespace
+
+TEST(KernelLogMatcher, DefaultRulesBucketXidsAndNameTheCode) {
+  KernelLogMatcher m(default_kernel_log_rules());
+  auto xid79 = m.match("[ 12.3] NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.");
+  ASSERT_TRUE(xid79);
+  EXPECT_EQ(xid79->code, "GPU-XID-79");
+  EXPECT_EQ(xid79->action, Action::reboot);
+  auto xid13 = m.match("NVRM: Xid (PCI:0000:17:00): 13, Graphics Exception");
+  ASSERT_TRUE(xid13);
+  EXPECT_EQ(xid13->action, Action::warn);
+  auto xid48 = m.match("NVRM: Xid (PCI:0000:17:00): 48, DBE");
+  ASSERT_TRUE(xid48);
+  EXPECT_EQ(xid48->code, "GPU-XID-48");
+  EXPECT_EQ(xid48->action, Action::drain);
+  EXPECT_EQ(m.match("mce: [Hardware Error]: CPU 3: Machine Check")->code, "KMSG-MCE");
+  EXPECT_EQ(m.match("neuron: NEURON_HW_ERR=SRAM_UNCORRECTABLE")->code, "NEURON-HW-ERR");
+  EXPECT_EQ(m.match("EXT4-fs error (device nvme1n1): ext4_find_entry")->code, "FS-IO-ERR");
+  EXPECT_FALSE(m.match("usb 1-1: new high-speed USB device"));
+  // An XID number that merely starts with an application one is not one.
+  EXPECT_EQ(m.match("NVRM: Xid (PCI:0000:17:00): 130, x")->action, Action::drain);
+}
+
+TEST(KernelLogMatcher, AdminRulesComeFirst) {
+  std::vector<KernelLogRule> rules{{"MY-XID", R"(Xid .*: 79\b)", Action::warn, "known flaky board"}};
+  auto d = default_kernel_log_rules();
+  rules.insert(rules.end(), d.begin(), d.end());
+  KernelLogMatcher m(rules);
+  auto f = m.match("NVRM: Xid (PCI:0000:17:00): 79, x");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->code, "MY-XID");
+  EXPECT_EQ(f->message, "known flaky board");
+}
+
+TEST(KernelLogCheck, OnlyNewLinesCountAndTheFaultHoldsThenClears) {
+  LogFixture f;
+  KernelLogCheck check(f.config, f.dir.path(), f.dir / "state.json");
+  EXPECT_EQ(check.run().status, Status::ok);  // the old line is not a fault now
+  append(f.log, "mce: [Hardware Error]: Machine check events logged");
+  EXPECT_TRUE(check.poll());
+  auto r = check.run();
+  EXPECT_EQ(r.status, Status::fault);
+  EXPECT_EQ(r.code, "KMSG-MCE");
+  EXPECT_EQ(r.action, Action::drain);
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_EQ(check.run().status, Status::ok);
+}
+
+TEST(KernelLogCheck, ABurstCountsOnce) {
+  LogFixture f;
+  KernelLogCheck check(f.config, f.dir.path());
+  append(f.log, "mce: [Hardware Error]: one");
+  EXPECT_TRUE(check.poll());
+  for (int i = 0; i < 50; ++i) append(f.log, "mce: [Hardware Error]: again");
+  EXPECT_FALSE(check.poll());  // the same fault within its hold: not a new event
+  auto r = check.run();
+  EXPECT_EQ(r.detail["active"][0]["lines"], 51);
+}
+
+TEST(KernelLogCheck, AFaultIsNotExpiredBeforeASweepReportedIt) {
+  LogFixture f;
+  KernelLogCheck check(f.config, f.dir.path());
+  append(f.log, "mce: [Hardware Error]: x");
+  EXPECT_TRUE(check.poll());
+  std::this_thread::sleep_for(1200ms);  // the hold passes before any sweep ran
+  EXPECT_EQ(check.run().status, Status::fault);
+  EXPECT_EQ(check.run().status, Status::ok);
+}
+
+TEST(KernelLogCheck, ActiveFaultsSurviveARestart) {
+  LogFixture f;
+  f.config.hold = 60s;
+  {
+    KernelLogCheck check(f.config, f.dir.path(), f.dir / "state.json");
+    append(f.log, "NVRM: Xid (PCI:0000:17:00): 79, gone");
+    ASSERT_TRUE(check.poll());
+  }
+  KernelLogCheck again(f.config, f.dir.path(), f.dir / "state.json");
+  auto r = again.run();
+  EXPECT_EQ(r.status, Status::fault);
+  EXPECT_EQ(r.code, "GPU-XID-79");
+}
+
+TEST(KernelLogCheck, MissingLogIsABrokenCheckNotAFault) {
+  LogFixture f;
+  f.config.path = "/var/log/nope.log";
+  KernelLogCheck check(f.config, f.dir.path());
+  auto r = check.run();
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_NE(r.message.find("nope.log"), std::string::npos);
+}
+
+TEST(KernelLogReader, PartialLinesWaitAndTruncationRestarts) {
+  ar::test::TempDir dir;
+  auto log = dir / "k.log";
+  std::ofstream(log) << "old\n";
+  KernelLogReader reader(log);
+  ASSERT_TRUE(reader.open());
+  std::ofstream(log, std::ios::app) << "first\nsecond-part";
+  auto lines = reader.read_new();
+  ASSERT_TRUE(lines);
+  EXPECT_EQ(*lines, std::vector<std::string>{"first"});
+  std::ofstream(log, std::ios::app) << "-done\n";
+  EXPECT_EQ(*reader.read_new(), std::vector<std::string>{"second-part-done"});
+  std::ofstream(log, std::ios::trunc) << "after truncation\n";
+  EXPECT_EQ(*reader.read_new(), std::vector<std::string>{"after truncation"});
+}
+
+TEST(Config, PolicySlurmAndKernelLogRules) {
+  auto c = parse_config(R"(
+[daemon]
+host_root = "/host"
+[policy]
+max_resumes = 5
+max_drained_share = 0.25
+[slurm]
+timeout_s = 3
+[checks.kernel_log]
+hold_s = 30
+[[checks.kernel_log.rule]]
+code = "IB-DOWN"
+pattern = "mlx5_core .*Link down"
+action = "warn"
+)", "f.toml");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->host_root, "/host");
+  EXPECT_EQ(c->policy.max_resumes, 5u);
+  EXPECT_DOUBLE_EQ(c->policy.max_drained_share, 0.25);
+  EXPECT_EQ(c->slurm.timeout.count(), 3);
+  EXPECT_EQ(c->kernel_log.hold.count(), 30);
+  ASSERT_EQ(c->kernel_log.rules.size(), 1u);
+  EXPECT_EQ(c->kernel_log.rules[0].action, Action::warn);
+  EXPECT_EQ(under_root(c->host_root, "/dev/kmsg"), "/host/dev/kmsg");
+}
+
+TEST(Config, BadRulesAreNamedWithTheirLine) {
+  auto bad_regex = parse_config("[checks.kernel_log]\n[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = \"(\"\n", "f.toml");
+  ASSERT_FALSE(bad_regex);
+  EXPECT_NE(bad_regex.error().find("not a valid regex"), std::string::npos) << bad_regex.error();
+  auto bad_key = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = \"x\"\nseverity = 1\n", "f.toml");
+  ASSERT_FALSE(bad_key);
+  EXPECT_NE(bad_key.error().find("f.toml:4:"), std::string::npos) << bad_key.error();
+  EXPECT_NE(bad_key.error().find("'severity'"), std::string::npos);
+  auto bad_action = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = \"x\"\naction = \"explode\"\n", "f.toml");
+  ASSERT_FALSE(bad_action);
+  auto bad_share = parse_config("[policy]\nmax_drained_share = 1.5\n", "f.toml");
+  ASSERT_FALSE(bad_share);
+  EXPECT_NE(bad_share.error().find("max_drained_share"), std::string::npos);
+  auto unknown_check = parse_config("[checks.gpu_magic]\nenabled = true\n", "f.toml");
+  ASSERT_FALSE(unknown_check);
+  EXPECT_NE(unknown_check.error().find("[checks.gpu_magic]"), std::string::npos) << unknown_check.error();
+}
