@@ -101,6 +101,12 @@ std::expected<std::string, std::string> ScontrolClient::scontrol(const std::vect
   return r->out;
 }
 
+std::expected<void, std::string> ScontrolClient::command(const std::vector<std::string>& args) {
+  auto r = scontrol(args);
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
 std::expected<NodeInfo, std::string> ScontrolClient::node(const std::string& name) {
   auto out = scontrol({"show", "node", name, "-o"});
   if (!out) return std::unexpected(out.error());
@@ -152,27 +158,19 @@ std::expected<std::vector<std::uint32_t>, std::string> ScontrolClient::jobs_on_n
 }
 
 std::expected<void, std::string> ScontrolClient::drain(const std::string& node, const std::string& reason) {
-  auto r = scontrol({"update", "nodename=" + node, "state=drain", "reason=" + reason});
-  if (!r) return std::unexpected(r.error());
-  return {};
+  return command({"update", "nodename=" + node, "state=drain", "reason=" + reason});
 }
 
 std::expected<void, std::string> ScontrolClient::resume(const std::string& node) {
-  auto r = scontrol({"update", "nodename=" + node, "state=resume"});
-  if (!r) return std::unexpected(r.error());
-  return {};
+  return command({"update", "nodename=" + node, "state=resume"});
 }
 
 std::expected<void, std::string> ScontrolClient::set_reason(const std::string& node, const std::string& reason) {
-  auto r = scontrol({"update", "nodename=" + node, "reason=" + reason});
-  if (!r) return std::unexpected(r.error());
-  return {};
+  return command({"update", "nodename=" + node, "reason=" + reason});
 }
 
 std::expected<void, std::string> ScontrolClient::requeue(std::uint32_t job_id) {
-  auto r = scontrol({"requeue", std::to_string(job_id)});
-  if (!r) return std::unexpected(r.error());
-  return {};
+  return command({"requeue", std::to_string(job_id)});
 }
 
 std::expected<void, std::string> ScontrolClient::release_hold(std::uint32_t job_id) {
@@ -180,15 +178,11 @@ std::expected<void, std::string> ScontrolClient::release_hold(std::uint32_t job_
   // second ("Job N already killed, do not launch batch job": its credential revocation is stamped in
   // whole seconds), which fails the restarted job outright. One second later is always safe, because
   // the hold is only released once every node has reported the kill (the job left COMPLETING).
-  auto r = scontrol({"update", "jobid=" + std::to_string(job_id), "starttime=now+1"});
-  if (!r) return std::unexpected(r.error());
-  return {};
+  return command({"update", "jobid=" + std::to_string(job_id), "starttime=now+1"});
 }
 
 std::expected<void, std::string> ScontrolClient::set_comment(std::uint32_t job_id, const std::string& comment) {
-  auto r = scontrol({"update", "jobid=" + std::to_string(job_id), "comment=" + comment});
-  if (!r) return std::unexpected(r.error());
-  return {};
+  return command({"update", "jobid=" + std::to_string(job_id), "comment=" + comment});
 }
 
 }  // namespace ar::healthd

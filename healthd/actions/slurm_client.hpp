@@ -67,6 +67,8 @@ class ScontrolClient : public SlurmClient {
 
  private:
   std::expected<std::string, std::string> scontrol(const std::vector<std::string>& args);
+  // An scontrol call whose output is of no interest: only whether it worked.
+  std::expected<void, std::string> command(const std::vector<std::string>& args);
 
   std::string scontrol_;
   std::chrono::milliseconds timeout_;
