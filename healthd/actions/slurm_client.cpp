@@ -107,6 +107,19 @@ std::expected<void, std::string> ScontrolClient::command(const std::vector<std::
   return {};
 }
 
+std::string ScontrolClient::sibling(const std::string& name) const {
+  auto slash = scontrol_.rfind('/');
+  return slash == std::string::npos ? name : scontrol_.substr(0, slash + 1) + name;
+}
+
+std::expected<void, std::string> ScontrolClient::cancel(std::uint32_t job_id) {
+  auto r = run_process({sibling("scancel"), std::to_string(job_id)}, timeout_);
+  if (!r) return std::unexpected(r.error());
+  if (r->timed_out) return std::unexpected("scancel " + std::to_string(job_id) + ": Slurm did not answer");
+  if (r->exit_code != 0) return std::unexpected("scancel " + std::to_string(job_id) + ": " + r->err);
+  return {};
+}
+
 std::expected<NodeInfo, std::string> ScontrolClient::node(const std::string& name) {
   auto out = scontrol({"show", "node", name, "-o"});
   if (!out) return std::unexpected(out.error());
@@ -143,11 +156,8 @@ std::expected<JobInfo, std::string> ScontrolClient::job(std::uint32_t job_id) {
 }
 
 std::expected<std::vector<std::uint32_t>, std::string> ScontrolClient::jobs_on_node(const std::string& node) {
-  // squeue is the only client that filters by node; it sits next to scontrol.
-  auto squeue = scontrol_;
-  if (auto slash = squeue.rfind('/'); slash != std::string::npos) squeue = squeue.substr(0, slash + 1) + "squeue";
-  else squeue = "squeue";
-  auto r = run_process({squeue, "-h", "-w", node, "-t", "RUNNING,COMPLETING", "-o", "%i"}, timeout_);
+  // squeue is the only client that filters by node.
+  auto r = run_process({sibling("squeue"), "-h", "-w", node, "-t", "RUNNING,COMPLETING", "-o", "%i"}, timeout_);
   if (!r) return std::unexpected(r.error());
   if (r->timed_out) return std::unexpected("squeue -w " + node + ": Slurm did not answer");
   if (r->exit_code != 0) return std::unexpected("squeue -w " + node + ": " + r->err);

@@ -44,6 +44,7 @@ class SlurmClient {
   virtual std::expected<void, std::string> requeue(std::uint32_t job_id) = 0;
   virtual std::expected<void, std::string> release_hold(std::uint32_t job_id) = 0;  // starttime=now
   virtual std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) = 0;
+  virtual std::expected<void, std::string> cancel(std::uint32_t job_id) = 0;
 };
 
 // Parses `scontrol show ... -o` output (one record per line, Key=Value words; the value of Reason,
@@ -64,11 +65,14 @@ class ScontrolClient : public SlurmClient {
   std::expected<void, std::string> requeue(std::uint32_t job_id) override;
   std::expected<void, std::string> release_hold(std::uint32_t job_id) override;
   std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) override;
+  std::expected<void, std::string> cancel(std::uint32_t job_id) override;
 
  private:
   std::expected<std::string, std::string> scontrol(const std::vector<std::string>& args);
   // An scontrol call whose output is of no interest: only whether it worked.
   std::expected<void, std::string> command(const std::vector<std::string>& args);
+  // A Slurm command installed beside scontrol (squeue, scancel).
+  std::string sibling(const std::string& name) const;
 
   std::string scontrol_;
   std::chrono::milliseconds timeout_;

@@ -221,6 +221,12 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
                       " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
     spdlog::error("job {}: {}", e.job_id, why);
     if (auto r = slurm_.set_comment(e.job_id, why); !r) return std::unexpected(r.error());
+    // The job ends as it would have without auto-resume. A step that failed has ended it already; a
+    // job hung on the faulty node would hold its allocation forever, so it is ended here.
+    if (job->state == "RUNNING") {
+      if (auto r = slurm_.cancel(e.job_id); !r) return std::unexpected(r.error());
+      why += "; the job, still running on a faulty node, is cancelled";
+    }
     journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
     timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
     return true;

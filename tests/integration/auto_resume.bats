@@ -115,7 +115,9 @@ second_node() { job_nodes "$1" | tail -1; }
   second=$(second_node "$job")
   inject_fault "$second" "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
   wait_until 30 bash -c "scontrol show job $job -o | grep -q 'Comment=auto-resume: not resumed: the cap of 1 resumes is reached'"
-  sleep 2
+  # the job, hung on the second faulty node, ends instead of holding its nodes forever
+  wait_until 30 job_finished "$job"
+  [ "$(job_state "$job")" = CANCELLED ]
   [ "$(job_restarts "$job")" = 1 ]
   [[ "$(node_reason "$second")" == "healthd: GPU-XID-48: "* ]]
   grep -q "cap of 1 resumes is reached" "${AR_CLUSTER_DIR}/log/healthd-$second.log"

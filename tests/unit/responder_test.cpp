@@ -62,6 +62,11 @@ class FakeSlurm : public SlurmClient {
     jobs[id].comment = c;
     return {};
   }
+  std::expected<void, std::string> cancel(std::uint32_t id) override {
+    calls.push_back("cancel " + std::to_string(id));
+    jobs[id].state = "CANCELLED";
+    return {};
+  }
   int count(const std::string& call) const { return static_cast<int>(std::count(calls.begin(), calls.end(), call)); }
 };
 
@@ -131,6 +136,10 @@ TEST(Responder, CapReachedLeavesTheJobAndSaysWhy) {
   f.sweep(true, {{7, 1, true}});
   EXPECT_EQ(f.slurm.count("requeue 7"), 0);
   EXPECT_NE(f.slurm.jobs[7].comment.find("cap of 1 resumes is reached"), std::string::npos);
+  // hung on the faulty node: it ends, as a failed step would have ended it
+  EXPECT_EQ(f.slurm.count("cancel 7"), 1);
+  f.sweep(true, {{7, 1, true}});
+  EXPECT_EQ(f.slurm.count("cancel 7"), 1);
 }
 
 TEST(Responder, AdminDrainIsNeverTakenOverNorResumed) {
