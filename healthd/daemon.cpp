@@ -54,7 +54,7 @@ void quarantine(const std::filesystem::path& file) {
 std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
   std::vector<LocalJob> jobs;
   for (const auto& [id, job] : registry.jobs())
-    if (job.running()) jobs.push_back({id, job.restart_count, job.auto_resume()});
+    if (job.running()) jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes});
   return jobs;
 }
 
@@ -74,7 +74,7 @@ class HealthService : public HealthEvents {
     timeline_.record(exit.job_id, {WallClock::now(), exit.node, "step failed",
                                    "step " + proto::step_name(exit.step_id) + " task " +
                                        std::to_string(exit.task_rank) + ": " + describe_wait_status(exit.wait_status)});
-    StepFailure f{exit.job_id, exit.step_id, job.restart_count, exit.task_rank, exit.wait_status, true};
+    StepFailure f{exit.job_id, exit.step_id, job.restart_count, exit.task_rank, exit.wait_status, true, job.max_resumes};
     engine_.request_sweep("job " + std::to_string(exit.job_id) + " step failed", running_jobs(registry_), f);
   }
   nlohmann::json health_status() override { return engine_.status(); }

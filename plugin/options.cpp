@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <charconv>
 #include <string_view>
 
 namespace ar::plugin {
@@ -19,6 +20,16 @@ std::expected<std::string, std::string> parse_checkpoint_dir(const char* value) 
     return std::unexpected("invalid value '" + std::string(v) + "' for --" + kCheckpointOptionName +
                            ": expected an absolute directory path");
   return std::string(v);
+}
+
+std::expected<std::uint32_t, std::string> parse_max_resumes(const char* value) {
+  std::string_view v(value ? value : "");
+  std::uint32_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n > 1000)
+    return std::unexpected("invalid value '" + std::string(v) + "' for --" + kMaxResumesOptionName +
+                           ": expected a number of resumes from 0 to 1000");
+  return n;
 }
 
 }  // namespace ar::plugin

@@ -1,6 +1,7 @@
 // The user-facing option of the plugin: --auto-resume[=0|1].
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <string>
 
@@ -24,6 +25,11 @@ inline constexpr const char* kCheckpointOptionName = "auto-resume-checkpoint-dir
 
 // --auto-resume-checkpoint-dir=DIR: an absolute path (the job's steps start in other directories).
 std::expected<std::string, std::string> parse_checkpoint_dir(const char* value);
+
+inline constexpr const char* kMaxResumesOptionName = "auto-resume-max";
+
+// --auto-resume-max=N: the user's cap on resumes of this job (it can only lower the admin's).
+std::expected<std::uint32_t, std::string> parse_max_resumes(const char* value);
 
 // The environment variable through which Slurm forwards the option from sbatch/salloc to the srun
 // commands inside the allocation.

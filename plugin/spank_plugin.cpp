@@ -51,6 +51,7 @@ struct PluginState {
   ar::plugin::PlugstackArgs args;
   std::optional<bool> auto_resume;   // set by the option callback when the user gave the option
   std::string checkpoint_dir;        // --auto-resume-checkpoint-dir
+  std::optional<std::uint32_t> max_resumes;  // --auto-resume-max
   std::uint32_t reported_restart_count = 0;
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
@@ -105,7 +106,26 @@ int checkpoint_dir_callback(int /*val*/, const char* optarg, int /*remote*/) {
   }
 }
 
+int max_resumes_callback(int /*val*/, const char* optarg, int /*remote*/) {
+  try {
+    auto v = ar::plugin::parse_max_resumes(optarg);
+    if (!v) {
+      log_error(v.error());
+      return -1;
+    }
+    state().max_resumes = *v;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 // Slurm keeps a pointer to the options, so they must outlive the call.
+struct spank_option max_resumes_option = {
+    const_cast<char*>(ar::plugin::kMaxResumesOptionName), const_cast<char*>("N"),
+    const_cast<char*>("Resume this job at most N times (the cluster's own cap still applies)."), 1, 0,
+    max_resumes_callback};
+
 struct spank_option checkpoint_dir_option = {
     const_cast<char*>(ar::plugin::kCheckpointOptionName), const_cast<char*>("DIR"),
     const_cast<char*>("Where this job writes checkpoints (one subdirectory each, complete once it holds a file "
@@ -159,6 +179,7 @@ void start_step(spank_t sp) {
   // srun steps have SLURM_RESTART_COUNT from the batch script; the batch step gets it only in the task
   // (corrected from prepare_task). S_SLURM_RESTART_COUNT reads 0 either way on 22.05.
   msg.restart_count = std::max(h.u32(S_SLURM_RESTART_COUNT).value_or(0), restart_count_from_env(h));
+  msg.max_resumes = s.max_resumes;
   s.reported_restart_count = msg.restart_count;
   s.reporter->report(msg);
 }
@@ -233,6 +254,7 @@ void prepare_task(spank_t sp) {
   msg.uid = h.uid().value_or(0);
   msg.auto_resume = s.auto_resume.value_or(false);
   msg.restart_count = restart_count;
+  msg.max_resumes = s.max_resumes;
   auto path = ar::plugin::expand_socket_template(s.args.socket_template, s.node);
   if (!path) return;
   if (auto r = ar::call(*path, ar::proto::to_json(ar::proto::Request{msg}), s.args.timeout); !r)
@@ -256,7 +278,7 @@ __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, 
       // the option stays registered (scripts using it keep working) and nothing is reported.
       log_error("plugstack.conf: " + args.error() + "; the plugin is disabled");
     }
-    for (auto* opt : {&auto_resume_option, &checkpoint_dir_option})
+    for (auto* opt : {&auto_resume_option, &checkpoint_dir_option, &max_resumes_option})
       if (spank_option_register(sp, opt) != ESPANK_SUCCESS) log_error(std::string("cannot register --") + opt->name);
   } catch (...) {
     slurm_error("auto-resume: init: unexpected error; the plugin is disabled");

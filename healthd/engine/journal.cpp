@@ -36,11 +36,13 @@ std::string to_string(ActionKind k) {
 
 std::expected<void, std::string> Journal::save() const {
   nlohmann::json entries = nlohmann::json::array();
-  for (const auto& e : pending_)
+  for (const auto& e : pending_) {
     entries.push_back({{"id", e.id}, {"kind", to_string(e.kind)}, {"node", e.node}, {"job_id", e.job_id},
                        {"restart_count", e.restart_count}, {"code", e.code}, {"reason", e.reason},
                        {"created_ms", ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", ms(e.next_try)},
                        {"last_error", e.last_error}});
+    if (e.cap) entries.back()["cap"] = *e.cap;
+  }
   nlohmann::json requeued = nlohmann::json::array();
   for (const auto& [job, restart] : requeued_) requeued.push_back({job, restart});
   nlohmann::json history = nlohmann::json::array();
@@ -81,6 +83,7 @@ std::expected<void, std::string> Journal::load() {
       e.attempts = ej.at("attempts").get<std::uint32_t>();
       e.next_try = from_ms(ej.at("next_try_ms").get<std::int64_t>());
       e.last_error = ej.at("last_error").get<std::string>();
+      if (ej.contains("cap")) e.cap = ej.at("cap").get<std::uint32_t>();
       pending_.push_back(e);
     }
     requeued_.clear();

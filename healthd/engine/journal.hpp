@@ -29,6 +29,7 @@ struct JournalEntry {
   std::string node;
   std::uint32_t job_id = 0;
   std::uint32_t restart_count = 0;  // requeue: the attempt that failed; never requeue past it twice
+  std::optional<std::uint32_t> cap; // requeue: the job's own cap on resumes, when the user set one
   std::string code;                 // fault code behind the action
   std::string reason;               // drain reason / comment text
   WallTime created;

@@ -60,6 +60,7 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
   e.node = node_;
   e.job_id = job.job_id;
   e.restart_count = job.restart_count;
+  e.cap = job.max_resumes;
   e.code = fault.code;
   e.reason = fault.message;
   e.created = now;
@@ -89,7 +90,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       journal(drain);
     }
     std::vector<LocalJob> targets = jobs;
-    if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume});
+    if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes});
     for (const auto& job : targets) {
       if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
         timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
@@ -109,7 +110,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       CheckResult app;
       app.code = "APP-FAILURE";
       app.message = what;
-      queue_requeue({trigger->job_id, trigger->restart_count, true}, app, now);
+      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes}, app, now);
     } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
       timeline_.record(trigger->job_id, {now, node_, "no fault here", what + ": nothing to do on this node"});
     }
@@ -216,8 +217,10 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     followed_.push_back({e.job_id, e.restart_count + 1, now, now});
     return true;
   }
-  if (e.restart_count >= policy_.max_resumes) {
-    std::string why = "auto-resume: not resumed: the cap of " + std::to_string(policy_.max_resumes) +
+  // The user may lower the admin's cap for their job, never raise it.
+  const std::uint32_t cap = std::min(policy_.max_resumes, e.cap.value_or(policy_.max_resumes));
+  if (e.restart_count >= cap) {
+    std::string why = "auto-resume: not resumed: the cap of " + std::to_string(cap) +
                       " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
     spdlog::error("job {}: {}", e.job_id, why);
     if (auto r = slurm_.set_comment(e.job_id, why); !r) return std::unexpected(r.error());

@@ -30,6 +30,7 @@ struct LocalJob {
   std::uint32_t job_id = 0;
   std::uint32_t restart_count = 0;
   bool auto_resume = false;
+  std::optional<std::uint32_t> max_resumes;  // the user's cap, if lower than the admin's
 };
 
 // The failure of an auto-resume step's task that made healthd look at its node now.
@@ -40,6 +41,7 @@ struct StepFailure {
   std::uint32_t task_rank = 0;
   int wait_status = 0;
   bool auto_resume = false;
+  std::optional<std::uint32_t> max_resumes;
 };
 
 class Responder {

@@ -85,6 +85,7 @@ void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point 
       }
   }
   job.restart_count = std::max(job.restart_count, m.restart_count);
+  if (m.max_resumes) job.max_resumes = m.max_resumes;
   StepRecord s;
   s.step_id = m.step_id;
   s.restart_count = m.restart_count;
@@ -136,12 +137,14 @@ nlohmann::json JobRegistry::to_json() const {
       if (s.ended_at) step["ended_at_ms"] = to_ms(*s.ended_at);
       steps.push_back(step);
     }
-    jobs.push_back({{"job_id", id},
-                    {"uid", job.uid},
-                    {"restart_count", job.restart_count},
-                    {"auto_resume", job.auto_resume()},
-                    {"running", job.running()},
-                    {"steps", steps}});
+    nlohmann::json jj = {{"job_id", id},
+                         {"uid", job.uid},
+                         {"restart_count", job.restart_count},
+                         {"auto_resume", job.auto_resume()},
+                         {"running", job.running()},
+                         {"steps", steps}};
+    if (job.max_resumes) jj["max_resumes"] = *job.max_resumes;
+    jobs.push_back(jj);
   }
   return {{"version", 1}, {"jobs", jobs}};
 }
@@ -155,6 +158,7 @@ std::expected<std::map<std::uint32_t, JobRecord>, std::string> JobRegistry::from
       job.job_id = jj.at("job_id").get<std::uint32_t>();
       job.uid = jj.at("uid").get<std::uint32_t>();
       job.restart_count = jj.at("restart_count").get<std::uint32_t>();
+      if (jj.contains("max_resumes")) job.max_resumes = jj.at("max_resumes").get<std::uint32_t>();
       for (const auto& sj : jj.at("steps")) {
         StepRecord s;
         s.step_id = sj.at("step_id").get<std::uint32_t>();

@@ -43,6 +43,7 @@ struct JobRecord {
   std::uint32_t job_id = 0;
   std::uint32_t uid = 0;
   std::uint32_t restart_count = 0;  // the newest attempt seen
+  std::optional<std::uint32_t> max_resumes;  // the user's cap (--auto-resume-max), if any
   std::map<std::pair<std::uint32_t, std::uint32_t>, StepRecord> steps;  // (restart_count, step_id)
 
   // The job asked for auto-resume: its batch step carries the flag, or (salloc/srun jobs, which have

@@ -55,6 +55,7 @@ struct StepStart {
   std::uint32_t uid = 0;
   bool auto_resume = false;
   std::uint32_t restart_count = 0;
+  std::optional<std::uint32_t> max_resumes;  // the user's own cap (--auto-resume-max); absent: the admin's
 };
 
 struct TaskExit {
@@ -112,6 +113,7 @@ inline nlohmann::json to_json(const StepStart& m) {
   j["uid"] = m.uid;
   j["auto_resume"] = m.auto_resume;
   j["restart_count"] = m.restart_count;
+  if (m.max_resumes) j["max_resumes"] = *m.max_resumes;
   return j;
 }
 
@@ -256,6 +258,11 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
                                  f("node", &StepStart::node), f("uid", &StepStart::uid),
                                  f("auto_resume", &StepStart::auto_resume),
                                  f("restart_count", &StepStart::restart_count));
+    if (!e && j.contains("max_resumes")) {
+      auto cap = detail::field<std::uint32_t>(j, "max_resumes");
+      if (!cap) e = cap.error();
+      else m.max_resumes = *cap;
+    }
     return finish(std::move(m), e);
   }
   if (type == "task_exit") {

@@ -123,6 +123,21 @@ second_node() { job_nodes "$1" | tail -1; }
   grep -q "cap of 1 resumes is reached" "${AR_CLUSTER_DIR}/log/healthd-$second.log"
 }
 
+@test "a user's --auto-resume-max lowers the cap for their job; a bad value is refused" {
+  run sbatch --auto-resume=1 --auto-resume-max=lots --wrap true
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"invalid value 'lots' for --auto-resume-max"* ]]
+  local job victim
+  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --auto-resume-max=0 --wrap "srun -N2 sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(second_node "$job")
+  [ "$(job_field "$victim" "$job" 'job["max_resumes"]')" = 0 ]
+  inject_fault "$victim" "$(xid79)"
+  wait_until 30 job_finished "$job"
+  [ "$(job_restarts "$job")" = 0 ]
+  [[ "$(job_comment "$job")" == "auto-resume: not resumed: the cap of 0 resumes is reached"* ]]
+}
+
 @test "an admin's drain is never undone by healthd; its own drains are" {
   scontrol update nodename=n3 state=drain reason="admin: replacing a DIMM"
   inject_fault n3 "mce: [Hardware Error]: Machine check events logged"

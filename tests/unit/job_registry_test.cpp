@@ -69,7 +69,7 @@ TEST(JobRegistry, PersistsAndReloads) {
   ar::test::TempDir dir;
   {
     JobRegistry r(dir / "jobs.json");
-    r.step_started({5, 0, "n1", 1000, true, 1}, t0);
+    r.step_started({5, 0, "n1", 1000, true, 1, 2u}, t0);
     r.task_exited({5, 0, "n1", 1, 9}, t0 + 1s);
     ASSERT_TRUE(r.save());
   }
@@ -78,6 +78,7 @@ TEST(JobRegistry, PersistsAndReloads) {
   const auto& job = again.jobs().at(5);
   EXPECT_EQ(job.uid, 1000u);
   EXPECT_EQ(job.restart_count, 1u);
+  EXPECT_EQ(job.max_resumes, 2u);
   const auto& step = job.steps.at({1, 0});
   EXPECT_TRUE(step.auto_resume);
   EXPECT_TRUE(step.running);

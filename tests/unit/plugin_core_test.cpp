@@ -78,3 +78,13 @@ TEST(CheckpointDirOption, AbsolutePathsOnly) {
   }
   EXPECT_FALSE(parse_checkpoint_dir(nullptr));
 }
+
+TEST(MaxResumesOption, NumbersOnly) {
+  EXPECT_EQ(parse_max_resumes("0"), 0u);
+  EXPECT_EQ(parse_max_resumes("5"), 5u);
+  for (const char* bad : {"", "-1", "x", "5x", "1001"}) {
+    auto r = parse_max_resumes(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("--auto-resume-max"), std::string::npos);
+  }
+}

@@ -15,6 +15,13 @@ TEST(Protocol, EveryRequestRoundTrips) {
   EXPECT_EQ(got.uid, 1000u);
   EXPECT_TRUE(got.auto_resume);
   EXPECT_EQ(got.restart_count, 2u);
+  EXPECT_FALSE(got.max_resumes);
+  s.max_resumes = 4;
+  auto capped = parse_request(to_json(Request{s}).dump());
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(std::get<StepStart>(*capped).max_resumes, 4u);
+  EXPECT_EQ(parse_request(R"({"v":1,"type":"step_start","job_id":1,"step_id":0,"node":"n","uid":0,"auto_resume":true,"restart_count":0,"max_resumes":-2})")
+                .error().code, err::kBadField);
 
   TaskExit t{7, kBatchStep, "n2", 3, 768};
   r = parse_request(to_json(Request{t}).dump());

@@ -142,6 +142,21 @@ TEST(Responder, CapReachedLeavesTheJobAndSaysWhy) {
   EXPECT_EQ(f.slurm.count("cancel 7"), 1);
 }
 
+TEST(Responder, TheUserMayLowerTheCapButNotRaiseIt) {
+  Fixture lowered;  // admin cap 3, user cap 0
+  lowered.sweep(true, {{7, 0, true, 0u}});
+  EXPECT_EQ(lowered.slurm.count("requeue 7"), 0);
+  EXPECT_NE(lowered.slurm.jobs[7].comment.find("cap of 0 resumes"), std::string::npos);
+
+  PolicyConfig p;
+  p.max_resumes = 1;
+  Fixture raised(p);
+  raised.slurm.jobs[7].restart_count = 1;
+  raised.sweep(true, {{7, 1, true, 10u}});
+  EXPECT_EQ(raised.slurm.count("requeue 7"), 0);
+  EXPECT_NE(raised.slurm.jobs[7].comment.find("cap of 1 resumes"), std::string::npos);
+}
+
 TEST(Responder, AdminDrainIsNeverTakenOverNorResumed) {
   Fixture f;
   f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "admin: DIMM", {"debug"}};
