@@ -1,7 +1,5 @@
 #include "kernel_log_check.hpp"
 
-#include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -88,11 +86,13 @@ void KernelLogCheck::save_locked() const {
 
 void KernelLogCheck::load() {
   if (state_file_.empty()) return;
-  std::ifstream in(state_file_);
-  if (!in) return;
-  std::stringstream text;
-  text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  auto read = read_json_file(state_file_);
+  if (!read) {
+    spdlog::error("kernel_log: {}; starting without remembered faults", read.error());
+    return;
+  }
+  const auto& j = *read;
+  if (j.is_null()) return;
   try {
     auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();

@@ -2,10 +2,6 @@
 
 #include "state/atomic_file.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 
 namespace ar::healthd {
@@ -56,15 +52,10 @@ std::expected<void, std::string> Journal::save() const {
 }
 
 std::expected<void, std::string> Journal::load() {
-  std::ifstream in(file_);
-  if (!in) {
-    if (errno == ENOENT) return {};
-    return std::unexpected(file_.string() + ": cannot open: " + std::strerror(errno));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded()) return std::unexpected(file_.string() + ": not valid JSON");
+  auto read = read_json_file(file_);
+  if (!read) return std::unexpected(read.error());
+  const auto& j = *read;
+  if (j.is_null()) return {};
   try {
     next_id_ = j.at("next_id").get<std::uint64_t>();
     pending_.clear();

@@ -1,7 +1,5 @@
 #include "timeline.hpp"
 
-#include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -16,12 +14,10 @@ std::int64_t ms(std::chrono::system_clock::time_point t) {
 
 std::expected<void, std::string> Timeline::load() {
   std::lock_guard lock(mutex_);
-  std::ifstream in(file_);
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded()) return std::unexpected(file_.string() + ": not valid JSON");
+  auto read = read_json_file(file_);
+  if (!read) return std::unexpected(read.error());
+  const auto& j = *read;
+  if (j.is_null()) return {};
   try {
     jobs_.clear();
     for (const auto& [id, events] : j.at("jobs").items())

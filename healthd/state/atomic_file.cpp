@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,6 +33,19 @@ std::expected<void, std::string> write_file_atomically(const std::filesystem::pa
   ::close(fd);
   if (::rename(tmp.c_str(), file.c_str()) != 0) return std::unexpected(file.string() + ": rename: " + std::strerror(errno));
   return {};
+}
+
+std::expected<nlohmann::json, std::string> read_json_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) {
+    if (errno == ENOENT) return nlohmann::json();
+    return std::unexpected(file.string() + ": cannot open: " + std::strerror(errno));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) return std::unexpected(file.string() + ": not valid JSON");
+  return j;
 }
 
 }  // namespace ar::healthd

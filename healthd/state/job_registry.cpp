@@ -2,10 +2,7 @@
 
 #include "atomic_file.hpp"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,16 +178,10 @@ std::expected<std::map<std::uint32_t, JobRecord>, std::string> JobRegistry::from
 }
 
 std::expected<void, std::string> JobRegistry::load() {
-  std::ifstream in(state_file_);
-  if (!in) {
-    if (errno == ENOENT) return {};
-    return std::unexpected(state_file_.string() + ": cannot open: " + std::strerror(errno));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded()) return std::unexpected(state_file_.string() + ": not valid JSON");
-  auto jobs = from_json(j);
+  auto j = read_json_file(state_file_);
+  if (!j) return std::unexpected(j.error());
+  if (j->is_null()) return {};
+  auto jobs = from_json(*j);
   if (!jobs) return std::unexpected(state_file_.string() + ": " + jobs.error());
   jobs_ = std::move(*jobs);
   return {};
