@@ -56,6 +56,7 @@ struct PluginState {
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
   std::string node;
+  std::string socket_path;
   std::unique_ptr<StepReporter> reporter;
 };
 
@@ -78,46 +79,36 @@ ar::plugin::ValueSource value_source(int remote, const char* optarg) {
   return ValueSource::command_line;
 }
 
-int option_callback(int /*val*/, const char* optarg, int remote) {
+// Every option callback: parse, say what is wrong (which makes sbatch/srun/salloc exit non-zero
+// before submitting), or keep the value. Nothing may throw into Slurm.
+template <typename Parsed, typename Store>
+int take_option(Parsed parsed, Store store) {
   try {
-    auto v = ar::plugin::parse_auto_resume_value(optarg, value_source(remote, optarg));
+    auto v = parsed();
     if (!v) {
       log_error(v.error());
-      return -1;  // refuses the command line: sbatch/srun/salloc exit non-zero before submitting
+      return -1;
     }
-    state().auto_resume = *v;
+    store(*v);
     return 0;
   } catch (...) {
     return -1;
   }
+}
+
+int option_callback(int /*val*/, const char* optarg, int remote) {
+  return take_option([&] { return ar::plugin::parse_auto_resume_value(optarg, value_source(remote, optarg)); },
+                     [](bool v) { state().auto_resume = v; });
 }
 
 int checkpoint_dir_callback(int /*val*/, const char* optarg, int /*remote*/) {
-  try {
-    auto v = ar::plugin::parse_checkpoint_dir(optarg);
-    if (!v) {
-      log_error(v.error());
-      return -1;
-    }
-    state().checkpoint_dir = *v;
-    return 0;
-  } catch (...) {
-    return -1;
-  }
+  return take_option([&] { return ar::plugin::parse_checkpoint_dir(optarg); },
+                     [](const std::string& v) { state().checkpoint_dir = v; });
 }
 
 int max_resumes_callback(int /*val*/, const char* optarg, int /*remote*/) {
-  try {
-    auto v = ar::plugin::parse_max_resumes(optarg);
-    if (!v) {
-      log_error(v.error());
-      return -1;
-    }
-    state().max_resumes = *v;
-    return 0;
-  } catch (...) {
-    return -1;
-  }
+  return take_option([&] { return ar::plugin::parse_max_resumes(optarg); },
+                     [](std::uint32_t v) { state().max_resumes = v; });
 }
 
 // Slurm keeps a pointer to the options, so they must outlive the call.
@@ -145,6 +136,20 @@ bool is_reported_step(std::uint32_t step_id) {
 
 std::uint32_t restart_count_from_env(const SpankHandle& h);
 
+// The step-start message of this process's step, as recorded by start_step.
+ar::proto::StepStart start_message(const SpankHandle& h, std::uint32_t restart_count) {
+  const auto& s = state();
+  ar::proto::StepStart msg;
+  msg.job_id = s.job_id;
+  msg.step_id = s.step_id;
+  msg.node = s.node;
+  msg.uid = h.uid().value_or(0);
+  msg.auto_resume = s.auto_resume.value_or(false);
+  msg.restart_count = restart_count;
+  msg.max_resumes = s.max_resumes;
+  return msg;
+}
+
 void start_step(spank_t sp) {
   auto& s = state();
   SpankHandle h(sp);
@@ -168,18 +173,12 @@ void start_step(spank_t sp) {
   s.job_id = *job;
   s.step_id = *step;
   s.node = *node;
+  s.socket_path = *path;
   s.reporter = std::make_unique<StepReporter>(*path, s.args.timeout, s.args.step_budget, log_error);
 
-  ar::proto::StepStart msg;
-  msg.job_id = *job;
-  msg.step_id = *step;
-  msg.node = *node;
-  msg.uid = h.uid().value_or(0);
-  msg.auto_resume = s.auto_resume.value_or(false);
   // srun steps have SLURM_RESTART_COUNT from the batch script; the batch step gets it only in the task
   // (corrected from prepare_task). S_SLURM_RESTART_COUNT reads 0 either way on 22.05.
-  msg.restart_count = std::max(h.u32(S_SLURM_RESTART_COUNT).value_or(0), restart_count_from_env(h));
-  msg.max_resumes = s.max_resumes;
+  auto msg = start_message(h, std::max(h.u32(S_SLURM_RESTART_COUNT).value_or(0), restart_count_from_env(h)));
   s.reported_restart_count = msg.restart_count;
   s.reporter->report(msg);
 }
@@ -247,18 +246,9 @@ void prepare_task(spank_t sp) {
   if (h.u32(S_TASK_ID).value_or(1) != 0) return;  // one correction per step is enough
   // This process is the forked task: it must not touch the parent's connection. A fresh one, bounded
   // by the same timeout, carries the corrected start.
-  ar::proto::StepStart msg;
-  msg.job_id = s.job_id;
-  msg.step_id = s.step_id;
-  msg.node = s.node;
-  msg.uid = h.uid().value_or(0);
-  msg.auto_resume = s.auto_resume.value_or(false);
-  msg.restart_count = restart_count;
-  msg.max_resumes = s.max_resumes;
-  auto path = ar::plugin::expand_socket_template(s.args.socket_template, s.node);
-  if (!path) return;
-  if (auto r = ar::call(*path, ar::proto::to_json(ar::proto::Request{msg}), s.args.timeout); !r)
-    log_error("healthd at " + *path + " not reachable for the restart count (" + r.error() + ")");
+  auto msg = start_message(h, restart_count);
+  if (auto r = ar::call(s.socket_path, ar::proto::to_json(ar::proto::Request{msg}), s.args.timeout); !r)
+    log_error("healthd at " + s.socket_path + " not reachable for the restart count (" + r.error() + ")");
 }
 
 }  // namespace
