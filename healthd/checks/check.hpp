@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,12 +39,23 @@ struct CheckResult {
   nlohmann::json to_json() const;
 };
 
+// How often a check runs and how long it may take. Cheap checks run at every sweep; expensive ones
+// (a DCGM diagnostic, a probe write on a network filesystem) rarely, their last results standing in
+// between. A sweep asked for on demand runs every check.
+struct CheckSchedule {
+  std::chrono::milliseconds every{0};     // 0: at every sweep
+  std::chrono::milliseconds deadline{0};  // 0: the policy's check_deadline
+};
+
 class Check {
  public:
   virtual ~Check() = default;
   virtual std::string name() const = 0;
-  // Runs the check once. May block (reads files, calls libraries); the caller bounds it with a deadline.
-  virtual CheckResult run() = 0;
+  // Runs the check once: one result per thing it judges (the GPU check judges memory, links, clocks...
+  // separately, so each has its own status). May block (reads files, calls libraries); the caller
+  // bounds it with a deadline. Never returns an empty vector.
+  virtual std::vector<CheckResult> run() = 0;
+  virtual CheckSchedule schedule() const { return {}; }
 };
 
 }  // namespace ar::healthd

@@ -140,10 +140,10 @@ bool KernelLogCheck::poll() {
   return new_fault;
 }
 
-CheckResult KernelLogCheck::run() {
+std::vector<CheckResult> KernelLogCheck::run() {
   poll();
   std::lock_guard lock(mutex_);
-  return judge(Clock::now());
+  return {judge(Clock::now())};
 }
 
 CheckResult KernelLogCheck::judge(Clock::time_point now) {

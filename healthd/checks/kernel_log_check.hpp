@@ -57,7 +57,7 @@ class KernelLogCheck : public Check {
                  std::filesystem::path state_file = {});
 
   std::string name() const override { return "kernel_log"; }
-  CheckResult run() override;
+  std::vector<CheckResult> run() override;
 
   // Reads new lines and records faults; true when a new fault code appeared (so the caller judges the
   // node now rather than at the next sweep). Cheap: called every poll interval.

@@ -18,16 +18,20 @@ void Engine::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  // A hung check's thread cannot be joined; its future is abandoned with the process.
-  for (auto& [name, f] : hung_) (void)new std::shared_future<CheckResult>(f);
+  // A hung check's thread cannot be joined; its future is abandoned with the process (a future from
+  // std::async would otherwise wait for the thread in its destructor).
+  for (auto& [name, st] : state_)
+    if (st.hung) (void)new std::shared_future<std::vector<CheckResult>>(*st.hung);
 }
 
-void Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger) {
+void Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger, bool force) {
   {
     std::lock_guard lock(mutex_);
-    // Periodic sweeps need not pile up behind a slow one; every triggered sweep is kept.
-    if (!trigger && !requests_.empty() && !requests_.back().trigger) requests_.back() = {std::move(why), std::move(jobs), std::nullopt};
-    else requests_.push_back({std::move(why), std::move(jobs), std::move(trigger)});
+    // Periodic sweeps need not pile up behind a slow one; every triggered or forced sweep is kept.
+    if (!trigger && !force && !requests_.empty() && !requests_.back().trigger && !requests_.back().force)
+      requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false};
+    else
+      requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force});
   }
   wake_.notify_all();
 }
@@ -46,52 +50,69 @@ nlohmann::json Engine::status() const {
   return status_;
 }
 
-CheckResult Engine::run_bounded(const std::shared_ptr<Check>& check) {
-  std::chrono::milliseconds deadline;
-  {
+namespace {
+CheckResult broken(const std::string& name, std::string message) {
+  CheckResult r;
+  r.check = name;
+  r.status = Status::error;
+  r.code = "CHECK-BROKEN";
+  r.message = std::move(message);
+  r.at = std::chrono::system_clock::now();
+  return r;
+}
+}  // namespace
+
+std::vector<CheckResult> Engine::run_bounded(const std::shared_ptr<Check>& check, CheckState& state) {
+  std::chrono::milliseconds deadline = check->schedule().deadline;
+  if (deadline.count() == 0) {
     std::lock_guard lock(mutex_);
     deadline = check_deadline_;
   }
   const auto name = check->name();
-  CheckResult late;
-  late.check = name;
-  late.status = Status::error;
-  late.at = std::chrono::system_clock::now();
-  if (auto it = hung_.find(name); it != hung_.end()) {
-    if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      late.message = "still running past its deadline from an earlier sweep";
-      return late;
-    }
-    hung_.erase(it);
+  if (state.hung) {
+    if (state.hung->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return {broken(name, "still running past its deadline from an earlier sweep")};
+    state.hung.reset();
   }
   auto start = std::chrono::steady_clock::now();
-  std::shared_future<CheckResult> f = std::async(std::launch::async, [check] {
-                                        try {
-                                          return check->run();
-                                        } catch (const std::exception& e) {
-                                          CheckResult r;
-                                          r.check = check->name();
-                                          r.status = Status::error;
-                                          r.message = std::string("check crashed: ") + e.what();
-                                          r.at = std::chrono::system_clock::now();
-                                          return r;
-                                        }
-                                      }).share();
+  std::shared_future<std::vector<CheckResult>> f =
+      std::async(std::launch::async, [check]() -> std::vector<CheckResult> {
+        try {
+          auto results = check->run();
+          if (results.empty()) return {broken(check->name(), "returned no result")};
+          return results;
+        } catch (const std::exception& e) {
+          return {broken(check->name(), std::string("check crashed: ") + e.what())};
+        } catch (...) {
+          return {broken(check->name(), "check crashed")};
+        }
+      }).share();
   if (f.wait_for(deadline) != std::future_status::ready) {
-    hung_[name] = f;
-    late.message = "did not finish within " + std::to_string(deadline.count()) + " ms";
+    state.hung = f;
+    auto late = broken(name, "did not finish within " + std::to_string(deadline.count()) + " ms");
     late.duration = deadline;
     spdlog::error("check {}: {}", name, late.message);
-    return late;
+    return {late};
   }
-  auto r = f.get();
-  r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  return r;
+  auto results = f.get();
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  for (auto& r : results) r.duration = took;
+  return results;
 }
 
-std::vector<CheckResult> Engine::sweep() {
+std::vector<CheckResult> Engine::sweep(bool everything) {
   std::vector<CheckResult> results;
-  for (const auto& c : checks_) results.push_back(run_bounded(c));
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& c : checks_) {
+    auto& st = state_[c->name()];
+    const auto every = c->schedule().every;
+    const bool due = everything || st.last.empty() || every.count() == 0 || now - st.last_run >= every;
+    if (due) {
+      st.last = run_bounded(c, st);
+      st.last_run = now;
+    }
+    results.insert(results.end(), st.last.begin(), st.last.end());
+  }
   return results;
 }
 
@@ -116,7 +137,7 @@ void Engine::loop() {
     try {
       if (request) {
         spdlog::debug("sweep: {}", request->why);
-        auto results = sweep();
+        auto results = sweep(request->force);
         responder_.on_sweep(results, request->jobs, request->trigger, now);
         nlohmann::json checks = nlohmann::json::array();
         for (const auto& r : results) checks.push_back(r.to_json());

@@ -29,8 +29,10 @@ class Engine {
   void start();
   void stop();
 
-  // Queues a sweep of every check followed by the responder's judgement.
-  void request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt);
+  // Queues a sweep followed by the responder's judgement. A sweep runs the checks that are due (see
+  // CheckSchedule) and reuses the others' last results; a triggered or forced sweep runs them all.
+  void request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt,
+                     bool force = false);
 
   // New policy (SIGHUP): applied on the engine thread between two pieces of work.
   void reconfigure(const PolicyConfig& policy);
@@ -43,11 +45,20 @@ class Engine {
     std::string why;
     std::vector<LocalJob> jobs;
     std::optional<StepFailure> trigger;
+    bool force = false;
+  };
+
+  // What the engine remembers of one check between sweeps.
+  struct CheckState {
+    std::vector<CheckResult> last;
+    std::chrono::steady_clock::time_point last_run{};
+    // Still running past its deadline: not started again until it returns.
+    std::optional<std::shared_future<std::vector<CheckResult>>> hung;
   };
 
   void loop();
-  std::vector<CheckResult> sweep();
-  CheckResult run_bounded(const std::shared_ptr<Check>& check);
+  std::vector<CheckResult> sweep(bool everything);
+  std::vector<CheckResult> run_bounded(const std::shared_ptr<Check>& check, CheckState& state);
 
   std::vector<std::shared_ptr<Check>> checks_;
   Responder& responder_;
@@ -60,8 +71,7 @@ class Engine {
   std::chrono::milliseconds check_deadline_;
   nlohmann::json status_ = nlohmann::json::object();
 
-  // A check still running past its deadline: not started again until it returns.
-  std::map<std::string, std::shared_future<CheckResult>> hung_;
+  std::map<std::string, CheckState> state_;  // by check name; engine thread only
   std::thread thread_;
 };
 

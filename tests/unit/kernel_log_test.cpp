@@ -63,15 +63,15 @@ TEST(KernelLogMatcher, AdminRulesComeFirst) {
 TEST(KernelLogCheck, OnlyNewLinesCountAndTheFaultHoldsThenClears) {
   LogFixture f;
   KernelLogCheck check(f.config, f.dir.path(), f.dir / "state.json");
-  EXPECT_EQ(check.run().status, Status::ok);  // the old line is not a fault now
+  EXPECT_EQ(check.run().at(0).status, Status::ok);  // the old line is not a fault now
   append(f.log, "mce: [Hardware Error]: Machine check events logged");
   EXPECT_TRUE(check.poll());
-  auto r = check.run();
+  auto r = check.run().at(0);
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "KMSG-MCE");
   EXPECT_EQ(r.action, Action::drain);
   std::this_thread::sleep_for(1200ms);
-  EXPECT_EQ(check.run().status, Status::ok);
+  EXPECT_EQ(check.run().at(0).status, Status::ok);
 }
 
 TEST(KernelLogCheck, ABurstCountsOnce) {
@@ -81,7 +81,7 @@ TEST(KernelLogCheck, ABurstCountsOnce) {
   EXPECT_TRUE(check.poll());
   for (int i = 0; i < 50; ++i) append(f.log, "mce: [Hardware Error]: again");
   EXPECT_FALSE(check.poll());  // the same fault within its hold: not a new event
-  auto r = check.run();
+  auto r = check.run().at(0);
   EXPECT_EQ(r.detail["active"][0]["lines"], 51);
 }
 
@@ -91,8 +91,8 @@ TEST(KernelLogCheck, AFaultIsNotExpiredBeforeASweepReportedIt) {
   append(f.log, "mce: [Hardware Error]: x");
   EXPECT_TRUE(check.poll());
   std::this_thread::sleep_for(1200ms);  // the hold passes before any sweep ran
-  EXPECT_EQ(check.run().status, Status::fault);
-  EXPECT_EQ(check.run().status, Status::ok);
+  EXPECT_EQ(check.run().at(0).status, Status::fault);
+  EXPECT_EQ(check.run().at(0).status, Status::ok);
 }
 
 TEST(KernelLogCheck, ActiveFaultsSurviveARestart) {
@@ -104,7 +104,7 @@ TEST(KernelLogCheck, ActiveFaultsSurviveARestart) {
     ASSERT_TRUE(check.poll());
   }
   KernelLogCheck again(f.config, f.dir.path(), f.dir / "state.json");
-  auto r = again.run();
+  auto r = again.run().at(0);
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "GPU-XID-79");
 }
@@ -113,7 +113,7 @@ TEST(KernelLogCheck, MissingLogIsABrokenCheckNotAFault) {
   LogFixture f;
   f.config.path = "/var/log/nope.log";
   KernelLogCheck check(f.config, f.dir.path());
-  auto r = check.run();
+  auto r = check.run().at(0);
   EXPECT_EQ(r.status, Status::error);
   EXPECT_NE(r.message.find("nope.log"), std::string::npos);
 }
