@@ -27,6 +27,8 @@
 #   AR_PLUGIN_ARGS     extra plugin arguments appended to the plugstack line
 #   AR_HEALTHD         path of the healthd binary; unset = no healthd is started
 #   AR_HEALTHD_ARGS    extra healthd arguments (word-split), appended to its command line
+#   AR_HEALTHD_ENV     extra environment for healthd: VAR=VALUE words, "%n" replaced by the node name
+#                      (e.g. the scenario file of the fake NVML library, one per node)
 #   AR_HEALTHD_CONFIG  file copied to DIR/etc/healthd.toml when that does not exist yet
 #   AR_CRED_EXPIRE     sets AuthInfo cred_expire (seconds, >= 5); Slurm's default is 120, and it
 #                      is also how long a requeued job is held (Reason=BeginTime) before it may run
@@ -490,6 +492,7 @@ write_cluster_env() {
     printf 'CLUSTER_NODES=%q\n' "$(node_names | wc -l)"
     printf 'CLUSTER_HEALTHD=%q\n' "${AR_HEALTHD:-}"
     printf 'CLUSTER_HEALTHD_ARGS=%q\n' "${AR_HEALTHD_ARGS:-}"
+    printf 'CLUSTER_HEALTHD_ENV=%q\n' "${AR_HEALTHD_ENV:-}"
     printf 'CLUSTER_PLUGIN=%q\n' "${AR_PLUGIN:-}"
   } >"$ETC/cluster.env"
 }
@@ -576,12 +579,16 @@ start_healthd() {
   rm -f "$sock" "$pidfile"
   mkdir -p "$STATE/$node"
   extra="${AR_HEALTHD_ARGS:-${CLUSTER_HEALTHD_ARGS:-}}"
+  local -a envs=()
+  local word
+  # shellcheck disable=SC2086 # AR_HEALTHD_ENV is meant to be word-split
+  for word in ${AR_HEALTHD_ENV:-${CLUSTER_HEALTHD_ENV:-}}; do envs+=("${word//%n/$node}"); done
   # A new session, stdio detached from the caller: it must outlive this script and not hold the
   # caller's pipes open. In a non-interactive shell the background child is no process group
   # leader, so setsid does not fork again and $! is healthd's pid. SLURM_CONF is exported, so
   # scontrol/libslurm calls from healthd reach this cluster.
   # shellcheck disable=SC2086 # AR_HEALTHD_ARGS is meant to be word-split
-  setsid "$bin" --config "$ETC/healthd.toml" --node "$node" --socket "$sock" \
+  setsid env "${envs[@]}" "$bin" --config "$ETC/healthd.toml" --node "$node" --socket "$sock" \
     --state-dir "$STATE/$node" $extra </dev/null >>"$logf" 2>&1 &
   pid=$!
   printf '%s\n' "$pid" >"$pidfile"
@@ -690,7 +697,7 @@ cmd_start() {
   # Stop whatever a previous start left: live daemons (also those whose pid files were lost) and
   # stray job processes. Cheap when nothing runs.
   cmd_stop
-  unset CLUSTER_NODES CLUSTER_HEALTHD CLUSTER_HEALTHD_ARGS CLUSTER_PLUGIN
+  unset CLUSTER_NODES CLUSTER_HEALTHD CLUSTER_HEALTHD_ARGS CLUSTER_HEALTHD_ENV CLUSTER_PLUGIN
 
   # Fresh state: Slurm state, spools, healthd state, pid files, sockets. Logs move to log.prev.
   rm -rf "$SPOOL" "$RUN" "$STATE" "$DIR/log.prev" "$DIR/env.sh"
