@@ -51,6 +51,7 @@ NodeInfo node_from(const std::map<std::string, std::string>& r) {
 }  // namespace
 
 bool NodeInfo::drained_or_draining() const { return state.find("DRAIN") != std::string::npos; }
+bool NodeInfo::reboot_pending() const { return state.find("REBOOT") != std::string::npos; }
 
 std::map<std::string, std::string> parse_scontrol_record(const std::string& line) {
   std::map<std::string, std::string> out;
@@ -169,6 +170,10 @@ std::expected<std::vector<std::uint32_t>, std::string> ScontrolClient::jobs_on_n
 
 std::expected<void, std::string> ScontrolClient::drain(const std::string& node, const std::string& reason) {
   return command({"update", "nodename=" + node, "state=drain", "reason=" + reason});
+}
+
+std::expected<void, std::string> ScontrolClient::reboot(const std::string& node, const std::string& reason) {
+  return command({"reboot", "ASAP", "nextstate=RESUME", "reason=" + reason, node});
 }
 
 std::expected<void, std::string> ScontrolClient::resume(const std::string& node) {

@@ -20,6 +20,7 @@ struct NodeInfo {
   std::string reason;  // empty when none
   std::vector<std::string> partitions;
   bool drained_or_draining() const;
+  bool reboot_pending() const;  // REBOOT_REQUESTED or REBOOT_ISSUED
 };
 
 struct JobInfo {
@@ -39,6 +40,9 @@ class SlurmClient {
   virtual std::expected<JobInfo, std::string> job(std::uint32_t job_id) = 0;
   virtual std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string& node) = 0;
   virtual std::expected<void, std::string> drain(const std::string& node, const std::string& reason) = 0;
+  // Drains the node now and reboots it once idle; Slurm resumes it when it is back (nextstate=RESUME).
+  // Fails where the cluster has no RebootProgram.
+  virtual std::expected<void, std::string> reboot(const std::string& node, const std::string& reason) = 0;
   virtual std::expected<void, std::string> resume(const std::string& node) = 0;
   virtual std::expected<void, std::string> set_reason(const std::string& node, const std::string& reason) = 0;
   virtual std::expected<void, std::string> requeue(std::uint32_t job_id) = 0;
@@ -60,6 +64,7 @@ class ScontrolClient : public SlurmClient {
   std::expected<JobInfo, std::string> job(std::uint32_t job_id) override;
   std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string& node) override;
   std::expected<void, std::string> drain(const std::string& node, const std::string& reason) override;
+  std::expected<void, std::string> reboot(const std::string& node, const std::string& reason) override;
   std::expected<void, std::string> resume(const std::string& node) override;
   std::expected<void, std::string> set_reason(const std::string& node, const std::string& reason) override;
   std::expected<void, std::string> requeue(std::uint32_t job_id) override;

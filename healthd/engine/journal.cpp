@@ -38,6 +38,7 @@ std::expected<void, std::string> Journal::save() const {
                        {"created_ms", ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", ms(e.next_try)},
                        {"last_error", e.last_error}});
     if (e.cap) entries.back()["cap"] = *e.cap;
+    if (e.reboot) entries.back()["reboot"] = true;
   }
   nlohmann::json requeued = nlohmann::json::array();
   for (const auto& [job, restart] : requeued_) requeued.push_back({job, restart});
@@ -47,7 +48,7 @@ std::expected<void, std::string> Journal::save() const {
                       {"fault_history_ms", history}};
   if (own_drain_)
     j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", ms(own_drain_->at)},
-                      {"held", own_drain_->held}};
+                      {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
   return write_file_atomically(file_, j.dump());
 }
 
@@ -75,6 +76,7 @@ std::expected<void, std::string> Journal::load() {
       e.next_try = from_ms(ej.at("next_try_ms").get<std::int64_t>());
       e.last_error = ej.at("last_error").get<std::string>();
       if (ej.contains("cap")) e.cap = ej.at("cap").get<std::uint32_t>();
+      e.reboot = ej.value("reboot", false);
       pending_.push_back(e);
     }
     requeued_.clear();
@@ -85,7 +87,8 @@ std::expected<void, std::string> Journal::load() {
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
       own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(),
-                            from_ms(d.at("at_ms").get<std::int64_t>()), d.at("held").get<bool>()};
+                            from_ms(d.at("at_ms").get<std::int64_t>()), d.at("held").get<bool>(),
+                            d.value("reboot", false)};
     }
   } catch (const nlohmann::json::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());

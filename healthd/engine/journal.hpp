@@ -32,6 +32,7 @@ struct JournalEntry {
   std::optional<std::uint32_t> cap; // requeue: the job's own cap on resumes, when the user set one
   std::string code;                 // fault code behind the action
   std::string reason;               // drain reason / comment text
+  bool reboot = false;              // drain: the cure is a reboot (scontrol reboot ASAP), not only a drain
   WallTime created;
   std::uint32_t attempts = 0;
   WallTime next_try;
@@ -44,6 +45,7 @@ struct OwnDrain {
   std::string reason;
   WallTime at;
   bool held = false;  // repeated faults: stays drained until an admin resumes the node
+  bool reboot = false;  // Slurm reboots the node and resumes it: healthd does not resume it itself
 };
 
 class Journal {

@@ -36,7 +36,6 @@ void Responder::journal(JournalEntry e) {
 
 std::string Responder::drain_reason(const CheckResult& fault, bool held) const {
   std::string reason = std::string(kReasonPrefix) + " " + fault.code + ": " + fault.message;
-  if (fault.action == Action::reboot) reason += " (reboot recommended)";
   if (held)
     reason += " (" + std::to_string(policy_.flap_max_faults) + " faults within " +
               std::to_string(policy_.flap_window.count()) + " s: kept out until an admin resumes it)";
@@ -85,6 +84,8 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       drain.node = node_;
       drain.code = fault->code;
       drain.reason = drain_reason(*fault, held);
+      // A node kept out for an admin is not rebooted back into service behind their back.
+      drain.reboot = fault->action == Action::reboot && !held;
       drain.created = now;
       drain.next_try = now;
       journal(drain);
@@ -171,10 +172,16 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
       spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, info->reason);
       return true;
     }
-    if (info->reason != e.reason) {
+    bool rebooting = info->reboot_pending();
+    if (e.reboot && !rebooting) {
+      // Drained by us for a lesser fault, now one whose cure is a reboot.
+      if (auto r = slurm_.reboot(e.node, e.reason); r) rebooting = true;
+      else spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, r.error());
+    }
+    if (info->reason != e.reason && !rebooting) {
       if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error());
     }
-    journal_.own_drain() = OwnDrain{e.code, e.reason, now, held};
+    journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
     return true;
   }
   // Never take out more than the allowed share of any partition this node is in.
@@ -193,10 +200,25 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
       return true;
     }
   }
-  if (auto r = slurm_.drain(e.node, e.reason); !r) return std::unexpected(r.error());
+  bool rebooting = false;
+  if (e.reboot) {
+    // The cure is a reboot: Slurm drains the node, reboots it once the requeued jobs have left, and
+    // resumes it. Where it cannot (no RebootProgram), the node is drained and the reason says why.
+    if (auto r = slurm_.reboot(e.node, e.reason); r) {
+      rebooting = true;
+      spdlog::warn("node {}: reboot requested (ASAP, then resume): {}", e.node, e.reason);
+    } else {
+      spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, r.error());
+    }
+  }
+  if (!rebooting) {
+    std::string reason = e.reboot ? e.reason + " (reboot needed)" : e.reason;
+    if (reason.size() > 240) reason = reason.substr(0, 237) + "...";
+    if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error());
+    spdlog::warn("drained node {}: {}", e.node, reason);
+  }
   withheld_.clear();
-  journal_.own_drain() = OwnDrain{e.code, e.reason, now, held};
-  spdlog::warn("drained node {}: {}", e.node, e.reason);
+  journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
   return true;
 }
 
@@ -310,6 +332,9 @@ std::expected<bool, std::string> Responder::do_resume(const JournalEntry& e, Wal
     return true;
   }
   if (!own || own->held) return true;
+  // A reboot is on its way: Slurm resumes the node after it (nextstate=RESUME). Resuming it now would
+  // cancel the reboot that cures the fault.
+  if (own->reboot && info->reboot_pending()) return true;
   if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error());
   spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
   own.reset();

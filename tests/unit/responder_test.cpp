@@ -37,6 +37,14 @@ class FakeSlurm : public SlurmClient {
     nodes[n].reason = reason;
     return {};
   }
+  bool reboot_program = true;  // the cluster has a RebootProgram
+  std::expected<void, std::string> reboot(const std::string& n, const std::string& reason) override {
+    calls.push_back("reboot " + n);
+    if (!reboot_program) return std::unexpected(std::string("RebootProgram isn't defined"));
+    nodes[n].state = "MIXED+DRAIN+REBOOT_REQUESTED";
+    nodes[n].reason = reason;
+    return {};
+  }
   std::expected<void, std::string> resume(const std::string& n) override {
     calls.push_back("resume " + n);
     nodes[n].state = "IDLE";
@@ -84,14 +92,14 @@ struct Fixture {
     slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
   }
-  void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}) {
+  void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Action action = Action::drain) {
     CheckResult r;
     r.check = "kernel_log";
     if (faulty) {
       r.status = Status::fault;
       r.code = "GPU-XID-79";
       r.message = "fallen off the bus";
-      r.action = Action::drain;
+      r.action = action;
     }
     responder->on_sweep({r}, jobs, std::nullopt, now);
     responder->run_due(now);
@@ -177,6 +185,41 @@ TEST(Responder, OwnDrainResumedAfterRecoveryPasses) {
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+TEST(Responder, ARebootFaultAsksSlurmToRebootAndRequeuesTheJob) {
+  Fixture f;
+  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus");
+}
+
+TEST(Responder, WithoutARebootProgramTheNodeIsDrainedAndTheReasonSaysAReboot) {
+  Fixture f;
+  f.slurm.reboot_program = false;
+  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus (reboot needed)");
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+TEST(Responder, ANodeWaitingForItsRebootIsNotResumedByHealthd) {
+  PolicyConfig p;
+  p.recovery_passes = 1;
+  Fixture f(p);
+  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  for (int i = 0; i < 3; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  // Rebooted: Slurm resumed it (nextstate=RESUME); healthd forgets its drain and never resumes it.
+  f.slurm.nodes["n2"].state = "IDLE";
+  f.slurm.nodes["n2"].reason.clear();
+  f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_FALSE(f.journal.own_drain().has_value());
 }
 
 TEST(Responder, RepeatedFaultsKeepTheNodeOutForAnAdmin) {
