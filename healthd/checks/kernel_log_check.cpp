@@ -8,13 +8,9 @@
 namespace ar::healthd {
 
 std::vector<KernelLogRule> default_kernel_log_rules() {
-  // XID buckets follow NVIDIA's XID catalogue: application-caused XIDs warn, those whose cure is a
-  // reboot (79: fallen off the bus, 160) reboot, every other XID drains. Issue-specific tables per XID
-  // (with counts in a window) belong to the GPU check; this is the kernel-log view of them.
+  // GPU XID lines are not here: the XID check takes them (see set_line_hook) and judges them by its
+  // policy table, together with the XIDs NVML reports.
   return {
-      {"GPU-XID-$1", R"(NVRM: Xid \(PCI:[^)]*\): (13|31|43|45|63|68|92|109)\b)", Action::warn, ""},
-      {"GPU-XID-$1", R"(NVRM: Xid \(PCI:[^)]*\): (79|160)\b)", Action::reboot, ""},
-      {"GPU-XID-$1", R"(NVRM: Xid \(PCI:[^)]*\): ([0-9]+)\b)", Action::drain, ""},
       {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, ""},
       {"NEURON-HW-ERR", R"(NEURON_HW_ERR=)", Action::drain, ""},
       {"FS-IO-ERR", R"((EXT4-fs error|XFS \([^)]*\): (metadata I/O error|Corruption)|Buffer I/O error on dev|LustreError: .*rc = -(5|110)\b))",
@@ -122,6 +118,11 @@ bool KernelLogCheck::poll() {
   bool new_fault = false;
   auto now = Clock::now();
   for (const auto& line : *lines) {
+    if (hook_) {
+      auto v = hook_(line);
+      if (v == LineVerdict::new_fault) new_fault = true;
+      if (v != LineVerdict::not_mine) continue;
+    }
     auto f = matcher_.match(line);
     if (!f) continue;
     auto it = active_.find(f->code);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,9 @@ class KernelLogMatcher {
 class KernelLogCheck : public Check {
  public:
   using Clock = std::chrono::steady_clock;
+  // A consumer of some lines ahead of the rules (GPU XIDs go to the XID check, which owns their policy).
+  enum class LineVerdict { not_mine, taken, new_fault };
+  using LineHook = std::function<LineVerdict(const std::string& line)>;
 
   // `state_file` keeps the active faults across restarts: the lines that announced them are behind
   // the reader's start position after a restart, and a fault must not be forgotten with them.
@@ -58,6 +62,9 @@ class KernelLogCheck : public Check {
 
   std::string name() const override { return "kernel_log"; }
   std::vector<CheckResult> run() override;
+
+  // Set before the first poll.
+  void set_line_hook(LineHook hook) { hook_ = std::move(hook); }
 
   // Reads new lines and records faults; true when a new fault code appeared (so the caller judges the
   // node now rather than at the next sweep). Cheap: called every poll interval.
@@ -75,6 +82,7 @@ class KernelLogCheck : public Check {
   std::string reader_error_;
   std::map<std::string, KernelLogFault> active_;
   std::filesystem::path state_file_;
+  LineHook hook_;
 };
 
 }  // namespace ar::healthd

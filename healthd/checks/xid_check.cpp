@@ -1,0 +1,216 @@
+#include "xid_check.hpp"
+
+#include <fstream>
+#include <regex>
+
+#include <spdlog/spdlog.h>
+
+#include "state/atomic_file.hpp"
+
+namespace ar::healthd {
+namespace {
+
+// NVML and the kernel log report the same XID a moment apart; closer than this it is one event.
+constexpr auto kSameEvent = std::chrono::seconds(5);
+
+std::int64_t to_ms(XidCheck::Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+XidCheck::Clock::time_point from_ms(std::int64_t ms) { return XidCheck::Clock::time_point(std::chrono::milliseconds(ms)); }
+
+std::string read_boot_id(const std::filesystem::path& file) {
+  if (file.empty()) return {};
+  std::ifstream in(file);
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+// A reboot resets every GPU: what a reboot or a reset cures is gone after one.
+bool cured_by_reboot(XidAction a) { return a == XidAction::reboot || a == XidAction::reset_gpu; }
+
+}  // namespace
+
+std::optional<XidEvent> parse_xid_line(const std::string& line) {
+  // "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+  static const std::regex re(R"(NVRM: Xid \(PCI:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): ([0-9]+)\b)");
+  std::smatch m;
+  if (!std::regex_search(line, m, re)) return std::nullopt;
+  XidEvent e;
+  try {
+    e.xid = static_cast<unsigned>(std::stoul(m[2].str()));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  e.gpu = m[1].str();
+  for (auto& c : e.gpu) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  e.source = "kernel_log";
+  e.text = line.substr(static_cast<std::size_t>(m.position(0)));
+  if (e.text.size() > 160) e.text = e.text.substr(0, 157) + "...";
+  e.at = XidCheck::Clock::now();
+  return e;
+}
+
+XidCheck::XidCheck(XidPolicy policy, std::chrono::seconds hold, std::filesystem::path state_file,
+                   std::filesystem::path boot_id_file)
+    : policy_(std::move(policy)),
+      hold_(hold),
+      state_file_(std::move(state_file)),
+      boot_id_file_(std::move(boot_id_file)),
+      boot_id_(read_boot_id(boot_id_file_)) {
+  load();
+}
+
+void XidCheck::set_gpu_labels(std::map<std::string, std::string> labels) {
+  std::lock_guard lock(mutex_);
+  labels_ = std::move(labels);
+}
+
+bool XidCheck::record(const XidEvent& e) {
+  const auto& rule = policy_.rule_for(e.xid);
+  if (rule.action == XidAction::ignore) return false;
+  std::lock_guard lock(mutex_);
+  auto& t = tracked_[{e.xid, e.gpu}];
+  if (t.total > 0 && t.last_source != e.source && e.at - t.last_seen < kSameEvent) {
+    t.last_seen = std::max(t.last_seen, e.at);  // the other source's report of the same event
+    return false;
+  }
+  t.xid = e.xid;
+  t.gpu = e.gpu;
+  t.action = rule.action;
+  t.text = e.text;
+  t.last_source = e.source;
+  t.last_seen = e.at;
+  ++t.total;
+  t.events.push_back(e.at);
+  if (rule.window.count() > 0)
+    while (!t.events.empty() && e.at - t.events.front() > rule.window) t.events.pop_front();
+  bool became_active = false;
+  if (!t.active && t.events.size() >= rule.count) {
+    t.active = true;
+    t.judged = false;
+    became_active = status_of(t.action) == Status::fault;
+    spdlog::warn("gpu_xid: XID {} on {} ({}): {}", e.xid, e.gpu.empty() ? "an unknown GPU" : e.gpu, e.source,
+                 to_string(t.action));
+  }
+  save_locked();
+  return became_active;
+}
+
+std::string XidCheck::describe(const Tracked& t) const {
+  const auto& rule = policy_.rule_for(t.xid);
+  std::string gpu = t.gpu.empty() ? "a GPU" : t.gpu;
+  if (auto it = labels_.find(t.gpu); it != labels_.end()) gpu = it->second;
+  std::string s = "XID " + std::to_string(t.xid) + " on " + gpu + ": " + rule.description;
+  if (!t.active)
+    s += " (" + std::to_string(t.events.size()) + " of " + std::to_string(rule.count) + " within " +
+         std::to_string(rule.window.count()) + " s)";
+  return s;
+}
+
+std::vector<CheckResult> XidCheck::run() { return {judge(Clock::now())}; }
+
+CheckResult XidCheck::judge(Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  CheckResult r;
+  r.check = name();
+  r.at = now;
+  bool changed = false;
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    auto& t = it->second;
+    const auto& rule = policy_.rule_for(t.xid);
+    if (rule.window.count() > 0)
+      while (!t.events.empty() && now - t.events.front() > rule.window) t.events.pop_front();
+    bool expired = now - t.last_seen > hold_ && (t.judged || !t.active);
+    if (expired) {
+      it = tracked_.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  const Tracked* worst = nullptr;
+  auto rank = [](const Tracked& t) {
+    return t.active ? 10 + static_cast<int>(node_action_of(t.action)) : static_cast<int>(Action::warn);
+  };
+  nlohmann::json events = nlohmann::json::array();
+  for (auto& [key, t] : tracked_) {
+    if (t.active && !t.judged) {
+      t.judged = true;
+      changed = true;
+    }
+    events.push_back({{"xid", t.xid}, {"gpu", t.gpu}, {"action", to_string(t.action)}, {"active", t.active},
+                      {"count", t.total}, {"source", t.last_source}, {"last_ms", to_ms(t.last_seen)},
+                      {"text", t.text}});
+    if (worst == nullptr || rank(t) > rank(*worst)) worst = &t;
+  }
+  if (changed) save_locked();
+  r.detail = {{"events", events}};
+  if (worst == nullptr) {
+    r.message = "no XID in the last " + std::to_string(hold_.count()) + " s";
+    return r;
+  }
+  r.code = "GPU-XID-" + std::to_string(worst->xid);
+  r.message = describe(*worst);
+  if (worst->active) {
+    r.status = status_of(worst->action);
+    r.action = node_action_of(worst->action);
+    r.detail["recommended"] = to_string(worst->action);
+  } else {
+    r.status = Status::warn;
+    r.action = Action::warn;
+  }
+  return r;
+}
+
+void XidCheck::save_locked() const {
+  if (state_file_.empty()) return;
+  nlohmann::json tracked = nlohmann::json::array();
+  for (const auto& [key, t] : tracked_) {
+    nlohmann::json times = nlohmann::json::array();
+    for (auto at : t.events) times.push_back(to_ms(at));
+    tracked.push_back({{"xid", t.xid}, {"gpu", t.gpu}, {"action", to_string(t.action)}, {"events_ms", times},
+                       {"total", t.total}, {"last_ms", to_ms(t.last_seen)}, {"source", t.last_source},
+                       {"text", t.text}, {"active", t.active}, {"judged", t.judged}});
+  }
+  nlohmann::json j = {{"version", 1}, {"boot_id", boot_id_}, {"tracked", tracked}};
+  if (auto r = write_file_atomically(state_file_, j.dump()); !r) spdlog::error("gpu_xid: {}", r.error());
+}
+
+void XidCheck::load() {
+  if (state_file_.empty()) return;
+  auto read = read_json_file(state_file_);
+  if (!read) {
+    spdlog::error("gpu_xid: {}; starting without remembered XIDs", read.error());
+    return;
+  }
+  if (read->is_null()) return;
+  try {
+    const auto& j = *read;
+    const bool rebooted = !boot_id_.empty() && j.value("boot_id", std::string()) != boot_id_;
+    for (const auto& tj : j.at("tracked")) {
+      Tracked t;
+      t.xid = tj.at("xid").get<unsigned>();
+      t.gpu = tj.at("gpu").get<std::string>();
+      t.action = parse_xid_action(tj.at("action").get<std::string>()).value_or(XidAction::drain);
+      for (const auto& ms : tj.at("events_ms")) t.events.push_back(from_ms(ms.get<std::int64_t>()));
+      t.total = tj.at("total").get<std::uint64_t>();
+      t.last_seen = from_ms(tj.at("last_ms").get<std::int64_t>());
+      t.last_source = tj.at("source").get<std::string>();
+      t.text = tj.at("text").get<std::string>();
+      t.active = tj.at("active").get<bool>();
+      t.judged = tj.at("judged").get<bool>();
+      if (rebooted && cured_by_reboot(t.action)) {
+        spdlog::info("gpu_xid: the node rebooted since XID {} on {}: that fault is cured", t.xid, t.gpu);
+        continue;
+      }
+      tracked_[{t.xid, t.gpu}] = t;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("gpu_xid: {}: unreadable, starting without remembered XIDs: {}", state_file_.string(), e.what());
+  }
+  std::lock_guard lock(mutex_);
+  save_locked();  // records the current boot id
+}
+
+}  // namespace ar::healthd

@@ -1,0 +1,132 @@
+// The XID policy table and the XID check: thresholds, both sources, hold, restart, reboot.
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "checks/xid_check.hpp"
+#include "checks/xid_policy.hpp"
+#include "temp_dir.hpp"
+
+using namespace ar::healthd;
+using namespace std::chrono_literals;
+
+namespace {
+XidEvent event(unsigned xid, XidCheck::Clock::time_point at, std::string source = "nvml", std::string gpu = "0000:18:00") {
+  return {xid, std::move(gpu), std::move(source), "xid " + std::to_string(xid), at};
+}
+const XidCheck::Clock::time_point t0 = XidCheck::Clock::time_point(std::chrono::seconds(1'800'000'000));
+}  // namespace
+
+TEST(XidPolicy, DefaultsFollowTheCatalogueBuckets) {
+  auto p = XidPolicy::defaults();
+  EXPECT_EQ(p.rule_for(79).action, XidAction::reboot);
+  EXPECT_EQ(p.rule_for(160).action, XidAction::reboot);
+  for (unsigned x : {48u, 74u, 94u, 95u, 119u, 120u, 140u}) {
+    EXPECT_EQ(node_action_of(p.rule_for(x).action), Action::drain) << x;
+    EXPECT_EQ(status_of(p.rule_for(x).action), Status::fault) << x;
+  }
+  for (unsigned x : {13u, 31u, 43u, 45u, 63u, 68u, 92u, 109u}) {
+    EXPECT_LT(node_action_of(p.rule_for(x).action), Action::drain) << x;
+    EXPECT_NE(status_of(p.rule_for(x).action), Status::fault) << x;
+  }
+  EXPECT_EQ(p.rule_for(999).action, XidAction::drain);  // unknown: drained, an admin may lower it
+}
+
+TEST(XidPolicy, ActionNamesRoundTrip) {
+  for (auto a : {XidAction::ignore, XidAction::warn, XidAction::restart_app, XidAction::reset_gpu, XidAction::drain,
+                 XidAction::reboot})
+    EXPECT_EQ(parse_xid_action(to_string(a)), a);
+  EXPECT_FALSE(parse_xid_action("explode"));
+}
+
+TEST(XidLine, ParsesTheNvrmFormat) {
+  auto e = parse_xid_line("[ 1234.5] NVRM: Xid (PCI:0000:3B:00): 79, pid=1, name=python, GPU has fallen off the bus.");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->xid, 79u);
+  EXPECT_EQ(e->gpu, "0000:3b:00");
+  EXPECT_EQ(e->source, "kernel_log");
+  EXPECT_FALSE(parse_xid_line("NVRM: GPU at PCI:0000:3b:00: GPU-abc"));
+  EXPECT_FALSE(parse_xid_line("Xid 79 in a user's echo"));
+}
+
+TEST(XidCheck, ARebootXidIsAFaultCallingForAReboot) {
+  XidCheck check(XidPolicy::defaults(), 60s);
+  check.set_gpu_labels({{"0000:18:00", "GPU 1 (00000000:18:00.0, GPU-aaa)"}});
+  EXPECT_TRUE(check.record(event(79, t0)));
+  auto r = check.judge(t0 + 1s);
+  EXPECT_EQ(r.status, Status::fault);
+  EXPECT_EQ(r.action, Action::reboot);
+  EXPECT_EQ(r.code, "GPU-XID-79");
+  EXPECT_NE(r.message.find("GPU 1 (00000000:18:00.0, GPU-aaa)"), std::string::npos) << r.message;
+}
+
+TEST(XidCheck, AnApplicationXidOnlyWarns) {
+  XidCheck check(XidPolicy::defaults(), 60s);
+  EXPECT_FALSE(check.record(event(13, t0)));
+  auto r = check.judge(t0 + 1s);
+  EXPECT_EQ(r.status, Status::warn);
+  EXPECT_LT(r.action, Action::drain);
+}
+
+TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
+  auto policy = XidPolicy::defaults();
+  policy.set(48, {XidAction::reset_gpu, 2, 600s, "double-bit ECC error"});
+  XidCheck check(policy, 60s);
+  EXPECT_FALSE(check.record(event(48, t0, "nvml")));
+  EXPECT_FALSE(check.record(event(48, t0 + 1s, "kernel_log")));  // the same one, seen in the log
+  EXPECT_EQ(check.judge(t0 + 2s).status, Status::warn);
+  EXPECT_TRUE(check.record(event(48, t0 + 30s, "nvml")));        // a second one
+  EXPECT_EQ(check.judge(t0 + 31s).status, Status::fault);
+}
+
+TEST(XidCheck, ACountInAWindowHoldsOnlyWithinTheWindow) {
+  auto policy = XidPolicy::defaults();
+  policy.set(92, {XidAction::drain, 3, 60s, "high single-bit ECC error rate"});
+  XidCheck check(policy, 30s);
+  EXPECT_FALSE(check.record(event(92, t0)));
+  EXPECT_FALSE(check.record(event(92, t0 + 50s)));
+  EXPECT_FALSE(check.record(event(92, t0 + 100s)));  // the first fell out of the window
+  auto r = check.judge(t0 + 101s);
+  EXPECT_EQ(r.status, Status::warn);
+  EXPECT_NE(r.message.find("2 of 3 within 60 s"), std::string::npos) << r.message;
+  EXPECT_TRUE(check.record(event(92, t0 + 110s)));
+  EXPECT_EQ(check.judge(t0 + 111s).status, Status::fault);
+}
+
+TEST(XidCheck, AFaultHoldsThenClearsButNeverBeforeASweepSawIt) {
+  XidCheck check(XidPolicy::defaults(), 10s);
+  check.record(event(48, t0));
+  EXPECT_EQ(check.judge(t0 + 100s).status, Status::fault);  // late sweep: still reported once
+  EXPECT_EQ(check.judge(t0 + 101s).status, Status::ok);
+}
+
+TEST(XidCheck, IgnoredXidsLeaveNoTrace) {
+  auto policy = XidPolicy::defaults();
+  policy.set(43, {XidAction::ignore, 1, 0s, "ours"});
+  XidCheck check(policy, 10s);
+  EXPECT_FALSE(check.record(event(43, t0)));
+  EXPECT_EQ(check.judge(t0 + 1s).status, Status::ok);
+}
+
+TEST(XidCheck, FaultsSurviveARestartButARebootCuresWhatItCures) {
+  ar::test::TempDir dir;
+  auto boot = dir / "boot_id";
+  std::ofstream(boot) << "boot-1\n";
+  auto now = XidCheck::Clock::now();
+  {
+    XidCheck check(XidPolicy::defaults(), 600s, dir / "xid.json", boot);
+    check.record(event(79, now, "nvml", "0000:18:00"));
+    check.record(event(8, now, "nvml", "0000:19:00"));
+  }
+  {
+    XidCheck restarted(XidPolicy::defaults(), 600s, dir / "xid.json", boot);
+    auto r = restarted.judge(now + 1s);
+    EXPECT_EQ(r.action, Action::reboot);
+    EXPECT_EQ(r.detail["events"].size(), 2u);
+  }
+  std::ofstream(boot) << "boot-2\n";  // the node rebooted
+  XidCheck rebooted(XidPolicy::defaults(), 600s, dir / "xid.json", boot);
+  auto r = rebooted.judge(now + 2s);
+  EXPECT_EQ(r.code, "GPU-XID-8");  // XID 79 is cured by the reboot; XID 8 (inspect) is not
+  EXPECT_EQ(r.action, Action::drain);
+}
