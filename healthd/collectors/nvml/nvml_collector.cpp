@@ -1,0 +1,211 @@
+#include "nvml_collector.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace ar::healthd {
+
+std::string short_pci_address(const std::string& bus_id) {
+  // "00000000:18:00.0" -> "0000:18:00"; "0000:18:00" stays.
+  auto first = bus_id.find(':');
+  if (first == std::string::npos) return bus_id;
+  std::string domain = bus_id.substr(0, first);
+  if (domain.size() > 4) domain = domain.substr(domain.size() - 4);
+  std::string rest = bus_id.substr(first + 1);
+  rest = rest.substr(0, rest.find('.'));
+  std::string out = domain + ":" + rest;
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+void NvmlCollector::enter(std::string call) {
+  std::lock_guard lock(mutex_);
+  current_ = std::move(call);
+}
+
+std::string NvmlCollector::current_call() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+void NvmlCollector::abandon() {
+  std::lock_guard lock(mutex_);
+  if (lib_) lib_->abandon();
+}
+
+std::shared_ptr<NvmlLibrary> NvmlCollector::library(std::string& error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (lib_) return lib_;
+  }
+  enter("nvmlInit");
+  auto opened = NvmlLibrary::open(path_);
+  enter("");
+  if (!opened) {
+    error = opened.error();
+    return nullptr;
+  }
+  std::lock_guard lock(mutex_);
+  lib_ = *opened;
+  return lib_;
+}
+
+GpuFleetSnapshot NvmlCollector::collect() {
+  GpuFleetSnapshot fleet;
+  auto lib = library(fleet.load_error);
+  if (!lib) return fleet;
+  fleet.nvml_loaded = true;
+  fleet.missing_symbols = lib->missing();
+  const auto& api = lib->api();
+  if (api.driver_version) {
+    char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+    enter("nvmlSystemGetDriverVersion");
+    if (api.driver_version(buf, sizeof buf) == NVML_SUCCESS) fleet.driver_version = buf;
+  }
+  unsigned count = 0;
+  enter("nvmlDeviceGetCount");
+  if (auto rc = api.device_count(&count); rc != NVML_SUCCESS) {
+    fleet.load_error = "nvmlDeviceGetCount: " + lib->error(rc);
+    enter("");
+    return fleet;
+  }
+  fleet.device_count = count;
+  for (unsigned i = 0; i < count; ++i) {
+    GpuSnapshot gpu;
+    gpu.index = i;
+    read_device(*lib, i, gpu);
+    fleet.gpus.push_back(std::move(gpu));
+  }
+  enter("");
+  return fleet;
+}
+
+void NvmlCollector::read_device(const NvmlLibrary& lib, unsigned index, GpuSnapshot& gpu) {
+  const auto& api = lib.api();
+  const std::string which = " (GPU " + std::to_string(index) + ")";
+  nvmlDevice_t dev = nullptr;
+  enter("nvmlDeviceGetHandleByIndex" + which);
+  if (auto rc = api.handle_by_index(index, &dev); rc != NVML_SUCCESS) {
+    gpu.lost = "nvmlDeviceGetHandleByIndex: " + lib.error(rc);
+    return;
+  }
+  // Runs one query; records why it failed unless the device simply lacks the feature. A lost GPU or
+  // one that needs a reset makes every later query pointless.
+  auto query = [&](const char* name, auto&& call) -> bool {
+    if (gpu.lost) return false;
+    enter(std::string(name) + which);
+    nvmlReturn_t rc = call();
+    if (rc == NVML_SUCCESS) return true;
+    if (rc == NVML_ERROR_GPU_IS_LOST || rc == NVML_ERROR_RESET_REQUIRED) gpu.lost = std::string(name) + ": " + lib.error(rc);
+    else if (rc != NVML_ERROR_NOT_SUPPORTED) gpu.errors[name] = lib.error(rc);
+    return false;
+  };
+
+  if (api.name) {
+    char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    if (query("nvmlDeviceGetName", [&] { return api.name(dev, buf, sizeof buf); })) gpu.name = buf;
+  }
+  if (api.uuid) {
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (query("nvmlDeviceGetUUID", [&] { return api.uuid(dev, buf, sizeof buf); })) gpu.uuid = buf;
+  }
+  if (api.pci_info) {
+    nvmlPciInfo_t pci{};
+    if (query("nvmlDeviceGetPciInfo", [&] { return api.pci_info(dev, &pci); })) gpu.bus_id = pci.busId;
+  }
+  if (api.total_ecc) {
+    unsigned long long v = 0;
+    if (query("nvmlDeviceGetTotalEccErrors", [&] {
+          return api.total_ecc(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &v);
+        }))
+      gpu.ecc_uncorrected_volatile = v;
+    if (query("nvmlDeviceGetTotalEccErrors", [&] {
+          return api.total_ecc(dev, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &v);
+        }))
+      gpu.ecc_corrected_volatile = v;
+  }
+  if (api.retired_pages) {
+    // Asked with no buffer, NVML reports the count (and "insufficient size" when there are any).
+    for (auto cause : {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR}) {
+      unsigned n = 0;
+      bool ok = query("nvmlDeviceGetRetiredPages", [&] {
+        auto rc = api.retired_pages(dev, cause, &n, nullptr);
+        return rc == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : rc;
+      });
+      if (ok) (cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? gpu.retired_pages_dbe : gpu.retired_pages_sbe) = n;
+    }
+  }
+  if (api.retired_pages_pending) {
+    nvmlEnableState_t s = NVML_FEATURE_DISABLED;
+    if (query("nvmlDeviceGetRetiredPagesPendingStatus", [&] { return api.retired_pages_pending(dev, &s); }))
+      gpu.retired_pages_pending = s == NVML_FEATURE_ENABLED;
+  }
+  if (api.remapped_rows) {
+    unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+    if (query("nvmlDeviceGetRemappedRows", [&] { return api.remapped_rows(dev, &corr, &unc, &pending, &failure); }))
+      gpu.row_remap = GpuSnapshot::RowRemap{corr, unc, pending != 0, failure != 0};
+  }
+  if (api.clock_reasons) {
+    unsigned long long reasons = 0;
+    if (query("nvmlDeviceGetCurrentClocksEventReasons", [&] { return api.clock_reasons(dev, &reasons); }))
+      gpu.clock_event_reasons = reasons;
+  }
+  auto uint_query = [&](const char* name, nvml::UintFn fn, std::optional<unsigned>& out) {
+    unsigned v = 0;
+    if (fn && query(name, [&] { return fn(dev, &v); })) out = v;
+  };
+  uint_query("nvmlDeviceGetCurrPcieLinkGeneration", api.pcie_gen, gpu.pcie_gen);
+  uint_query("nvmlDeviceGetMaxPcieLinkGeneration", api.pcie_max_gen, gpu.pcie_max_gen);
+  uint_query("nvmlDeviceGetCurrPcieLinkWidth", api.pcie_width, gpu.pcie_width);
+  uint_query("nvmlDeviceGetMaxPcieLinkWidth", api.pcie_max_width, gpu.pcie_max_width);
+  if (api.temperature) {
+    unsigned t = 0;
+    if (query("nvmlDeviceGetTemperature", [&] { return api.temperature(dev, NVML_TEMPERATURE_GPU, &t); }))
+      gpu.temperature_c = t;
+  }
+  uint_query("nvmlDeviceGetPowerUsage", api.power_usage, gpu.power_mw);
+  uint_query("nvmlDeviceGetEnforcedPowerLimit", api.power_limit, gpu.power_limit_mw);
+  if (api.persistence_mode) {
+    nvmlEnableState_t s = NVML_FEATURE_DISABLED;
+    if (query("nvmlDeviceGetPersistenceMode", [&] { return api.persistence_mode(dev, &s); }))
+      gpu.persistence_mode = s == NVML_FEATURE_ENABLED;
+  }
+  if (api.nvlink_state) {
+    for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS && !gpu.lost; ++link) {
+      nvmlEnableState_t s = NVML_FEATURE_DISABLED;
+      enter("nvmlDeviceGetNvLinkState" + which);
+      auto rc = api.nvlink_state(dev, link, &s);
+      if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no such link
+      if (rc != NVML_SUCCESS) {
+        if (rc == NVML_ERROR_GPU_IS_LOST) gpu.lost = "nvmlDeviceGetNvLinkState: " + lib.error(rc);
+        else gpu.errors["nvmlDeviceGetNvLinkState"] = lib.error(rc);
+        continue;
+      }
+      gpu.nvlink_supported = true;
+      NvLinkSnapshot l;
+      l.index = link;
+      l.active = s == NVML_FEATURE_ENABLED;
+      if (api.nvlink_error) {
+        auto counter = [&](nvmlNvLinkErrorCounter_t c, std::optional<std::uint64_t>& out) {
+          unsigned long long v = 0;
+          enter("nvmlDeviceGetNvLinkErrorCounter" + which);
+          if (api.nvlink_error(dev, link, c, &v) == NVML_SUCCESS) out = v;
+        };
+        counter(NVML_NVLINK_ERROR_DL_REPLAY, l.replay);
+        counter(NVML_NVLINK_ERROR_DL_RECOVERY, l.recovery);
+        counter(NVML_NVLINK_ERROR_DL_CRC_FLIT, l.crc_flit);
+        counter(NVML_NVLINK_ERROR_DL_CRC_DATA, l.crc_data);
+        counter(NVML_NVLINK_ERROR_DL_ECC_DATA, l.ecc_data);
+      }
+      gpu.nvlinks.push_back(l);
+    }
+  }
+  if (api.field_values) {
+    nvmlFieldValue_t fv{};
+    fv.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+    if (query("nvmlDeviceGetFieldValues", [&] { return api.field_values(dev, 1, &fv); }) && fv.nvmlReturn == NVML_SUCCESS)
+      gpu.recovery_action = fv.value.uiVal;
+  }
+}
+
+}  // namespace ar::healthd
