@@ -7,7 +7,10 @@
 #include <systemd/sd-daemon.h>
 
 #include "actions/slurm_client.hpp"
+#include "checks/gpu_check.hpp"
 #include "checks/kernel_log_check.hpp"
+#include "checks/xid_check.hpp"
+#include "collectors/nvml/nvml_events.hpp"
 #include "engine/engine.hpp"
 #include "engine/journal.hpp"
 #include "engine/responder.hpp"
@@ -141,6 +144,23 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
                                                   config.state_dir / "kernel_log.json");
     checks.push_back(kernel_log);
   }
+  std::shared_ptr<XidCheck> xids;
+  std::unique_ptr<NvmlEventWatcher> nvml_events;
+  if (config.gpu.enabled) {
+    auto policy = XidPolicy::defaults();
+    policy.set_unknown(config.gpu.xid_unknown);
+    for (const auto& [xid, rule] : config.gpu.xid_rules) policy.set(xid, rule);
+    xids = std::make_shared<XidCheck>(policy, config.gpu.xid_hold, config.state_dir / "gpu_xid.json",
+                                      under_root(config.host_root, config.gpu.boot_id));
+    checks.push_back(xids);
+    checks.push_back(std::make_shared<GpuCheck>(config.gpu.library, config.gpu.thresholds, config.gpu.deadline, xids));
+    if (kernel_log)
+      kernel_log->set_line_hook([xids](const std::string& line) {
+        auto e = parse_xid_line(line);
+        if (!e) return KernelLogCheck::LineVerdict::not_mine;
+        return xids->record(*e) ? KernelLogCheck::LineVerdict::new_fault : KernelLogCheck::LineVerdict::taken;
+      });
+  }
   Engine engine(checks, responder, config.policy.check_deadline);
   HealthService service(engine, timeline, registry);
   RequestHandler handler(info, registry, persist, &service);
@@ -187,6 +207,18 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     });
   };
 
+  // NVML events: an XID as it happens makes the node be judged now (on the event loop, which owns the
+  // job registry). The watcher thread only records and posts.
+  if (xids && config.gpu.events) {
+    nvml_events = std::make_unique<NvmlEventWatcher>(config.gpu.library, [&io, &engine, &registry, xids](const NvmlEvent& ev) {
+      XidEvent e{ev.xid, ev.bus_id.empty() ? std::string() : short_pci_address(ev.bus_id), "nvml",
+                 ev.double_bit_ecc ? "NVML event: double-bit ECC error" : "NVML event: XID " + std::to_string(ev.xid),
+                 XidCheck::Clock::now()};
+      if (xids->record(e))
+        asio::post(io, [&engine, &registry] { engine.request_sweep("NVML XID event", running_jobs(registry)); });
+    });
+  }
+
   asio::signal_set stop_signals(io, SIGTERM, SIGINT);
   stop_signals.async_wait([&](const asio::error_code& e, int sig) {
     if (e) return;
@@ -227,10 +259,12 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   wait_reload();
 
   engine.start();
+  if (nvml_events) nvml_events->start();
   schedule_sweep();
   if (kernel_log) schedule_kmsg();
   sd_notify(0, "READY=1");
   io.run();
+  if (nvml_events) nvml_events->stop();
   engine.stop();
   persist();
   spdlog::info("healthd stopped");

@@ -148,6 +148,85 @@ std::expected<std::vector<KernelLogRule>, std::string> read_rules(const toml::no
   return rules;
 }
 
+// [[checks.gpu.xid]] tables: xid, action, and optionally count, window_s, description.
+std::expected<std::map<unsigned, XidRule>, std::string> read_xid_rules(const toml::node& n, const std::string& source) {
+  const auto* arr = n.as_array();
+  const std::string what = "must be an array of tables ([[checks.gpu.xid]])";
+  if (arr == nullptr) return std::unexpected(what);
+  std::map<unsigned, XidRule> rules;
+  for (const auto& item : *arr) {
+    const auto* t = item.as_table();
+    if (t == nullptr) return std::unexpected(what);
+    std::optional<unsigned> xid;
+    XidRule rule;
+    bool has_action = false;
+    for (const auto& [k, v] : *t) {
+      std::string key(k.str());
+      auto fail = [&](const std::string& why) {
+        return std::unexpected(where(source, v.source()) + ": key '" + key + "' in [[checks.gpu.xid]] " + why);
+      };
+      if (key == "xid" || key == "count" || key == "window_s") {
+        if (!v.is_integer()) return fail("must be an integer");
+        auto x = *v.value<std::int64_t>();
+        if (key == "xid") {
+          if (x < 1 || x > 100000) return fail("must be between 1 and 100000");
+          xid = static_cast<unsigned>(x);
+        } else if (key == "count") {
+          if (x < 1 || x > 100000) return fail("must be between 1 and 100000");
+          rule.count = static_cast<unsigned>(x);
+        } else {
+          if (x < 0 || x > 30L * 24 * 3600) return fail("must be between 0 and 2592000");
+          rule.window = std::chrono::seconds(x);
+        }
+      } else if (key == "action") {
+        auto a = v.is_string() ? parse_xid_action(*v.value<std::string>()) : std::nullopt;
+        if (!a) return fail("must be one of ignore, warn, restart_app, reset_gpu, drain, reboot");
+        rule.action = *a;
+        has_action = true;
+      } else if (key == "description") {
+        if (!v.is_string()) return fail("must be a string");
+        rule.description = *v.value<std::string>();
+      } else {
+        return std::unexpected(where(source, k.source()) + ": unknown key '" + key +
+                               "' in [[checks.gpu.xid]] (known: action, count, description, window_s, xid)");
+      }
+    }
+    if (!xid || !has_action)
+      return std::unexpected(where(source, item.source()) + ": a [[checks.gpu.xid]] needs xid and action");
+    if (rule.count > 1 && rule.window.count() == 0)
+      return std::unexpected(where(source, item.source()) + ": XID " + std::to_string(*xid) +
+                             ": a count above 1 needs window_s");
+    if (rule.description.empty()) rule.description = XidPolicy::defaults().rule_for(*xid).description;
+    rules[*xid] = rule;
+  }
+  return rules;
+}
+
+std::expected<Action, std::string> read_action(const toml::node& n) {
+  auto a = n.is_string() ? parse_action(*n.value<std::string>()) : std::nullopt;
+  if (!a) return std::unexpected(std::string("must be one of none, warn, drain, reboot"));
+  return *a;
+}
+
+// A member of the GPU thresholds, through Config::gpu.
+template <typename T>
+Reader gpu_threshold(T GpuThresholds::*member, std::function<std::expected<T, std::string>(const toml::node&)> read) {
+  return [=](const toml::node& n, Config& c) -> std::expected<void, std::string> {
+    auto v = read(n);
+    if (!v) return std::unexpected(v.error());
+    c.gpu.thresholds.*member = *v;
+    return {};
+  };
+}
+
+std::function<std::expected<std::uint64_t, std::string>(const toml::node&)> u64_in(std::int64_t min, std::int64_t max) {
+  return [=](const toml::node& n) -> std::expected<std::uint64_t, std::string> {
+    auto v = uint_in(min, max)(n);
+    if (!v) return std::unexpected(v.error());
+    return std::uint64_t{*v};
+  };
+}
+
 using Table = std::map<std::string, Reader>;
 
 const std::map<std::string, Table>& schema() {
@@ -196,6 +275,40 @@ const std::map<std::string, Table>& schema() {
            {"default_rules", nested<KernelLogConfig, bool>(&Config::kernel_log, &KernelLogConfig::default_rules, read_bool)},
            // "rule" is read separately: it needs the source name for its own error positions.
            {"rule", nullptr},
+       }},
+      {"checks.gpu",
+       {
+           {"enabled", nested<GpuConfig, bool>(&Config::gpu, &GpuConfig::enabled, read_bool)},
+           {"library", nested<GpuConfig, std::string>(&Config::gpu, &GpuConfig::library, read_string)},
+           {"deadline_ms", nested(&Config::gpu, &GpuConfig::deadline, duration_in<milliseconds>(100, 600000, "milliseconds"))},
+           {"events", nested<GpuConfig, bool>(&Config::gpu, &GpuConfig::events, read_bool)},
+           {"expected_count", gpu_threshold<std::uint32_t>(&GpuThresholds::expected_count, uint_in(0, 64))},
+           {"required", gpu_threshold<bool>(&GpuThresholds::required, read_bool)},
+           {"ecc_uncorrected_max", gpu_threshold<std::uint64_t>(&GpuThresholds::ecc_uncorrected_max, u64_in(0, 1000000))},
+           {"retired_pages_max", gpu_threshold<std::uint32_t>(&GpuThresholds::retired_pages_max, uint_in(0, 100000))},
+           {"memory_action", gpu_threshold<Action>(&GpuThresholds::memory_action, read_action)},
+           {"clock_slowdown_action", gpu_threshold<Action>(&GpuThresholds::clock_slowdown_action, read_action)},
+           {"pcie_width_action", gpu_threshold<Action>(&GpuThresholds::pcie_width_action, read_action)},
+           {"pcie_gen_action", gpu_threshold<Action>(&GpuThresholds::pcie_gen_action, read_action)},
+           {"nvlink_expected_links", gpu_threshold<std::uint32_t>(&GpuThresholds::nvlink_expected_links, uint_in(0, 18))},
+           {"nvlink_down_action", gpu_threshold<Action>(&GpuThresholds::nvlink_down_action, read_action)},
+           {"nvlink_error_rise_max", gpu_threshold<std::uint64_t>(&GpuThresholds::nvlink_error_rise_max, u64_in(0, 1000000000))},
+           {"nvlink_error_action", gpu_threshold<Action>(&GpuThresholds::nvlink_error_action, read_action)},
+           {"temperature_max_c", gpu_threshold<std::uint32_t>(&GpuThresholds::temperature_max_c, uint_in(30, 150))},
+           {"temperature_action", gpu_threshold<Action>(&GpuThresholds::temperature_action, read_action)},
+           {"persistence_required", gpu_threshold<bool>(&GpuThresholds::persistence_required, read_bool)},
+           {"power_check", gpu_threshold<bool>(&GpuThresholds::power_check, read_bool)},
+           {"xid_hold_s", nested(&Config::gpu, &GpuConfig::xid_hold, duration_in<seconds>(1, 30L * 24 * 3600, "seconds"))},
+           {"xid_unknown_action",
+            [](const toml::node& n, Config& c) -> std::expected<void, std::string> {
+              auto a = n.is_string() ? parse_xid_action(*n.value<std::string>()) : std::nullopt;
+              if (!a) return std::unexpected("must be one of ignore, warn, restart_app, reset_gpu, drain, reboot");
+              c.gpu.xid_unknown = *a;
+              return {};
+            }},
+           {"boot_id", nested<GpuConfig, std::filesystem::path>(&Config::gpu, &GpuConfig::boot_id, read_abs_path)},
+           // "xid" is read separately, like the kernel-log rules.
+           {"xid", nullptr},
        }},
   };
   return s;
@@ -261,6 +374,14 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
         auto rules = read_rules(value, source_name);
         if (!rules) return std::unexpected(rules.error());
         config.kernel_log.rules = *rules;
+        continue;
+      }
+      if (section == "checks.gpu" && name == "xid") {
+        auto rules = read_xid_rules(value, source_name);
+        if (!rules) return std::unexpected(rules.error().find(source_name) == 0
+                                               ? rules.error()
+                                               : where(source_name, value.source()) + ": key 'xid' in [checks.gpu] " + rules.error());
+        config.gpu.xid_rules = *rules;
         continue;
       }
       if (auto r = reader->second(value, config); !r)

@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "checks/check.hpp"
+#include "checks/gpu_judges.hpp"
+#include "checks/xid_policy.hpp"
 
 namespace ar::healthd {
 
@@ -30,6 +33,19 @@ struct KernelLogConfig {
   std::chrono::seconds hold{600};
   bool default_rules = true;             // the built-in rules (XID, machine check, Neuron, EFA, I/O)
   std::vector<KernelLogRule> rules;      // the admin's own, checked before the built-in ones
+};
+
+struct GpuConfig {
+  bool enabled = true;                        // off: neither NVML nor XIDs are looked at
+  std::string library = "libnvidia-ml.so.1";  // dlopen name or absolute path
+  std::chrono::milliseconds deadline{5000};   // one NVML snapshot; past it: "NVML not answering"
+  bool events = true;                         // watch NVML's event set for XIDs as they happen
+  GpuThresholds thresholds;                   // expected count, ECC, PCIe, NVLink, temperature...
+  // XIDs (from NVML events and kernel-log lines)
+  std::chrono::seconds xid_hold{600};         // how long an XID fault holds after its last event
+  XidAction xid_unknown = XidAction::drain;   // an XID the table does not list
+  std::map<unsigned, XidRule> xid_rules;      // [[checks.gpu.xid]]: the admin's entries over the defaults
+  std::filesystem::path boot_id = "/proc/sys/kernel/random/boot_id";  // read under the host root
 };
 
 struct PolicyConfig {
@@ -60,6 +76,7 @@ struct Config {
   PolicyConfig policy;        // [policy]
   SlurmConfig slurm;          // [slurm]
   KernelLogConfig kernel_log; // [checks.kernel_log]
+  GpuConfig gpu;              // [checks.gpu]
 };
 
 // Reads and checks a config file. The error reads "<file>:<line>:<column>: <what>".
