@@ -1,0 +1,162 @@
+// The NVML path of healthd against the fake NVML library (tests/fakes): loading, symbol fallbacks,
+// the snapshot, a hung call turned into a verdict within the deadline, and events as they happen.
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "checks/gpu_check.hpp"
+#include "collectors/nvml/nvml_collector.hpp"
+#include "collectors/nvml/nvml_events.hpp"
+#include "temp_dir.hpp"
+
+using namespace ar::healthd;
+using namespace std::chrono_literals;
+
+namespace {
+struct Scenario {
+  ar::test::TempDir dir;
+  std::filesystem::path file = dir / "nvml.json";
+  explicit Scenario(const std::string& json = "{}") {
+    write(json);
+    ::setenv("FAKE_NVML_SCENARIO", file.c_str(), 1);
+  }
+  ~Scenario() { std::filesystem::remove(file); }  // releases any call still hung in the fake
+  void write(const std::string& json) {
+    auto tmp = dir / "nvml.json.tmp";
+    std::ofstream(tmp) << json;
+    std::filesystem::rename(tmp, file);
+  }
+};
+const CheckResult* find(const std::vector<CheckResult>& rs, const std::string& check) {
+  for (const auto& r : rs)
+    if (r.check == check) return &r;
+  return nullptr;
+}
+}  // namespace
+
+TEST(NvmlCollector, ReadsEveryGpuOfTheFake) {
+  Scenario s;
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  ASSERT_TRUE(fleet.nvml_loaded) << fleet.load_error;
+  EXPECT_EQ(fleet.driver_version, "570.86.15");
+  ASSERT_EQ(fleet.gpus.size(), 8u);
+  const auto& g = fleet.gpus[0];
+  EXPECT_EQ(g.bus_id, "00000000:18:00.0");
+  EXPECT_FALSE(g.uuid.empty());
+  EXPECT_EQ(g.pcie_width, 16u);
+  ASSERT_TRUE(g.row_remap);
+  EXPECT_EQ(g.nvlinks.size(), 18u);
+  EXPECT_EQ(g.recovery_action, 0u);
+  EXPECT_TRUE(fleet.missing_symbols.empty());
+}
+
+TEST(NvmlCollector, AnOlderDriverLosesOnlyWhatItLacks) {
+  Scenario s(R"({"devices":[{"clock_reasons": 8}]})");
+  NvmlCollector c(FAKE_NVML_OLD_PATH);
+  auto fleet = c.collect();
+  ASSERT_TRUE(fleet.nvml_loaded);
+  ASSERT_EQ(fleet.gpus.size(), 1u);
+  EXPECT_EQ(fleet.gpus[0].clock_event_reasons, 8u);  // through the older ClocksThrottleReasons name
+  EXPECT_FALSE(fleet.gpus[0].recovery_action);
+  ASSERT_EQ(fleet.missing_symbols.size(), 1u);
+  EXPECT_EQ(fleet.missing_symbols[0], "nvmlDeviceGetFieldValues (GPU recovery action)");
+  auto r = judge_gpu_recovery(fleet);
+  EXPECT_NE(r.message.find("not checked"), std::string::npos) << r.message;
+}
+
+TEST(NvmlCollector, NoDriverIsNotLoadedWithTheReason) {
+  Scenario s;
+  std::filesystem::remove(s.file);
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  EXPECT_FALSE(fleet.nvml_loaded);
+  EXPECT_NE(fleet.load_error.find("nvmlInit"), std::string::npos) << fleet.load_error;
+  NvmlCollector nothing("/nonexistent/libnvidia-ml.so.1");
+  EXPECT_NE(nothing.collect().load_error.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+}
+
+TEST(NvmlCollector, ALostGpuIsMarkedAndTheOthersRead) {
+  Scenario s(R"({"devices":[{}, {"lost": true}, {}]})");
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  ASSERT_EQ(fleet.gpus.size(), 3u);
+  EXPECT_FALSE(fleet.gpus[0].lost);
+  EXPECT_TRUE(fleet.gpus[1].lost);
+  EXPECT_TRUE(fleet.gpus[2].temperature_c);
+}
+
+TEST(GpuCheck, FaultsInTheScenarioBecomeVerdictsNamingTheGpu) {
+  Scenario s(R"({"devices":[{}, {"remap": {"pending": true}}, {"pcie": {"width": 4}}]})");
+  GpuThresholds t;
+  t.expected_count = 4;
+  GpuCheck check(FAKE_NVML_PATH, t, 5s);
+  auto rs = check.run();
+  ASSERT_TRUE(find(rs, "gpu.count"));
+  EXPECT_EQ(find(rs, "gpu.count")->code, "GPU-COUNT");
+  EXPECT_EQ(find(rs, "gpu.memory")->code, "GPU-ROW-REMAP-PENDING");
+  EXPECT_NE(find(rs, "gpu.memory")->message.find("GPU 1 (00000000:28:00.0"), std::string::npos)
+      << find(rs, "gpu.memory")->message;
+  EXPECT_EQ(find(rs, "gpu.pcie")->code, "GPU-PCIE-WIDTH");
+  EXPECT_EQ(find(rs, "gpu.nvml")->status, Status::ok);
+}
+
+TEST(GpuCheck, AHungNvmlCallIsAVerdictWithinTheDeadline) {
+  Scenario s(R"({"devices":[{}, {}], "hang": ["nvmlDeviceGetTemperature"]})");
+  GpuCheck check(FAKE_NVML_PATH, {}, 300ms);
+  auto t0 = std::chrono::steady_clock::now();
+  auto rs = check.run();
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, 3s);  // the deadline is 300 ms; generous for a loaded machine
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].status, Status::fault);
+  EXPECT_EQ(rs[0].code, "GPU-NVML-HANG");
+  EXPECT_NE(rs[0].message.find("nvmlDeviceGetTemperature (GPU 0)"), std::string::npos) << rs[0].message;
+  // Still stuck: answered at once, no second call piled on the first.
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(check.run().at(0).code, "GPU-NVML-HANG");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
+  // Released: the next run reads the GPUs again.
+  s.write(R"({"devices":[{}, {}]})");
+  std::vector<CheckResult> again;
+  for (int i = 0; i < 100; ++i) {
+    again = check.run();
+    if (again.at(0).code != "GPU-NVML-HANG") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(find(again, "gpu.nvml")->status, Status::ok);
+  EXPECT_EQ(find(again, "gpu.temperature")->status, Status::ok);
+}
+
+TEST(NvmlEventWatcher, DeliversNewXidsWithTheGpusAddress) {
+  Scenario s(R"({"devices":[{}, {}], "events": [{"id": 1, "gpu": 0, "type": "xid", "xid": 13}]})");
+  std::mutex m;
+  std::vector<NvmlEvent> seen;
+  NvmlEventWatcher w(FAKE_NVML_PATH, [&](const NvmlEvent& e) {
+    std::lock_guard lock(m);
+    seen.push_back(e);
+  });
+  w.start();
+  // Let the watcher register before the new event appears (old ids are never delivered).
+  for (int i = 0; i < 100 && !w.problem().empty(); ++i) std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(300ms);
+  s.write(R"({"devices":[{}, {}], "events": [{"id": 1, "gpu": 0, "type": "xid", "xid": 13},
+                                            {"id": 2, "gpu": 1, "type": "xid", "xid": 79},
+                                            {"id": 3, "gpu": 0, "type": "dbe"}]})");
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard lock(m);
+      if (seen.size() >= 2) break;
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  w.stop();
+  std::lock_guard lock(m);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].xid, 79u);
+  EXPECT_EQ(seen[0].bus_id, "00000000:28:00.0");
+  EXPECT_TRUE(seen[1].double_bit_ecc);
+  EXPECT_EQ(seen[1].xid, 48u);
+}
