@@ -27,6 +27,7 @@
 #   AR_PLUGIN_ARGS     extra plugin arguments appended to the plugstack line
 #   AR_HEALTHD         path of the healthd binary; unset = no healthd is started
 #   AR_HEALTHD_ARGS    extra healthd arguments (word-split), appended to its command line
+#   AR_REBOOT_PROGRAM  slurm.conf RebootProgram (default: fake-reboot.sh beside this script; "" = none)
 #   AR_HEALTHD_ENV     extra environment for healthd: VAR=VALUE words, "%n" replaced by the node name
 #                      (e.g. the scenario file of the fake NVML library, one per node)
 #   AR_HEALTHD_CONFIG  file copied to DIR/etc/healthd.toml when that does not exist yet
@@ -393,6 +394,13 @@ print(" ".join(map(str, ports)))
 EOF
 }
 
+# RebootProgram: by default fake-reboot.sh beside this script (restarts the node's slurmd with -b, a
+# new boot id in its host tree, its healthd); AR_REBOOT_PROGRAM overrides, empty for none.
+reboot_program_line() {
+  local prog="${AR_REBOOT_PROGRAM-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fake-reboot.sh}"
+  if [ -n "$prog" ]; then printf 'RebootProgram=%s\nResumeTimeout=120\n' "$prog"; fi
+}
+
 write_slurm_conf() {
   local -a ports
   local nnodes auth i debug="${AR_SLURM_DEBUG:-info}"
@@ -451,6 +459,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MailProg=/bin/true
+$(reboot_program_line)
 
 EOF
     i=1

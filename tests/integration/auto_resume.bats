@@ -34,7 +34,7 @@ second_node() { job_nodes "$1" | tail -1; }
   wait_until 60 checkpoints_at_least 3
   victim=$(second_node "$job")
   t0=$(date +%s.%N)
-  inject_fault "$victim" "$(xid79)"
+  inject_fault "$victim" "$(xid48)"
   # The step is hung on the dead GPU in real life: nothing exits, healthd acts on the event.
   wait_until 30 job_running_attempt "$job" 1
   t1=$(date +%s.%N)
@@ -42,16 +42,16 @@ second_node() { job_nodes "$1" | tail -1; }
   [ "$(echo "$t1 - $t0 < 15" | bc)" = 1 ]
   # drained with the right reason, and not part of the new allocation
   [[ "$(node_state "$victim")" == drain* ]]
-  [[ "$(node_reason "$victim")" == "healthd: GPU-XID-79: "*"GPU has fallen off the bus"* ]]
+  [[ "$(node_reason "$victim")" == "healthd: GPU-XID-48: "*"double-bit ECC error"* ]]
   ! job_nodes "$job" | grep -qx "$victim"
   # resumed from a checkpoint, and finished with every step counted once
   wait_until 90 job_finished "$job"
   [ "$(job_state "$job")" = COMPLETED ]
   [ "$(job_restarts "$job")" = 1 ]
   grep -q "result=OK" "$WORK/result"
-  grep -q "attempt 1 AUTO_RESUME_ATTEMPT=2 last=GPU-XID-79@$victim" "$WORK/job.out"
+  grep -q "attempt 1 AUTO_RESUME_ATTEMPT=2 last=GPU-XID-48@$victim" "$WORK/job.out"
   grep -Eq "train: attempt 1: starting at step [1-9][0-9]* from $WORK/ckpt/step-" "$WORK/job.out"
-  [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: GPU-XID-79 on $victim"* ]]
+  [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: GPU-XID-48 on $victim"* ]]
   # the timeline on the faulty node tells the story in order
   run healthctl_on "$victim" explain "$job"
   [ "$status" -eq 0 ]
@@ -68,7 +68,7 @@ second_node() { job_nodes "$1" | tail -1; }
     srun -N2 bash -c 'while [ ! -e $WORK/go ]; do sleep 0.1; done; exit 7'")
   wait_until 60 job_running_attempt "$job" 0
   victim=$(second_node "$job")
-  inject_fault "$victim" "$(xid79)"
+  inject_fault "$victim" "$(xid48)"
   touch "$WORK/go"
   wait_until 60 job_finished "$job"
   [ "$(job_state "$job")" = COMPLETED ]
@@ -81,7 +81,7 @@ second_node() { job_nodes "$1" | tail -1; }
   job=$(submit -N2 -o "$WORK/job.out" --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
   victim=$(second_node "$job")
-  inject_fault "$victim" "$(xid79)"
+  inject_fault "$victim" "$(xid48)"
   wait_until 30 bash -c "[[ \"\$(sinfo -h -n $victim -o %T)\" == drain* ]]"
   sleep 3
   [ "$(job_restarts "$job")" = 0 ]
@@ -110,7 +110,7 @@ second_node() { job_nodes "$1" | tail -1; }
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
   first=$(second_node "$job")
-  inject_fault "$first" "$(xid79)"
+  inject_fault "$first" "$(xid48)"
   wait_until 30 job_running_attempt "$job" 1
   second=$(second_node "$job")
   inject_fault "$second" "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
@@ -132,7 +132,7 @@ second_node() { job_nodes "$1" | tail -1; }
   wait_until 60 job_running_attempt "$job" 0
   victim=$(second_node "$job")
   [ "$(job_field "$victim" "$job" 'job["max_resumes"]')" = 0 ]
-  inject_fault "$victim" "$(xid79)"
+  inject_fault "$victim" "$(xid48)"
   wait_until 30 job_finished "$job"
   [ "$(job_restarts "$job")" = 0 ]
   [[ "$(job_comment "$job")" == "auto-resume: not resumed: the cap of 0 resumes is reached"* ]]
@@ -161,7 +161,7 @@ second_node() { job_nodes "$1" | tail -1; }
   ctld_pid=$(cat "${AR_CLUSTER_DIR}/run/slurmctld.pid")
   kill "$ctld_pid"
   wait_until 30 bash -c "! kill -0 $ctld_pid 2>/dev/null"
-  inject_fault "$victim" "$(xid79)"
+  inject_fault "$victim" "$(xid48)"
   wait_until 30 grep -q "will retry" "${AR_CLUSTER_DIR}/log/healthd-$victim.log"
   # ...and is killed before it could act.
   cluster stop-healthd "$victim" KILL
@@ -172,7 +172,7 @@ second_node() { job_nodes "$1" | tail -1; }
   local log="${AR_CLUSTER_DIR}/log/healthd-$victim.log"
   grep -q "journal: 2 action(s) left pending by the last run will be carried out" "$log"
   # the drain and the requeue were carried out by the restarted daemon, once each
-  [ "$(sed -n '/left pending by the last run/,$p' "$log" | grep -c "drained node $victim: healthd: GPU-XID-79: ")" = 1 ]
+  [ "$(sed -n '/left pending by the last run/,$p' "$log" | grep -c "drained node $victim: healthd: GPU-XID-48: ")" = 1 ]
   [ "$(grep -c "job $job: requeued:" "$log")" = 1 ]
   sleep 5
   [ "$(job_restarts "$job")" = 1 ]

@@ -52,7 +52,8 @@ print(eval(sys.argv[2]))' "$2" "$3"
 
 # inject_fault NODE LINE: a kernel-log line on NODE, the way the kernel would write it.
 inject_fault() { printf '%s\n' "$2" >>"${AR_CLUSTER_DIR}/host/$1/var/log/kern.log"; }
-xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }
+# An XID whose cure is a GPU reset: the node is drained (XID 79 would ask Slurm for a reboot: gpu.bats).
+xid48() { echo "NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer."; }
 
 node_state() { sinfo -h -n "$1" -o '%T'; }
 node_reason() { scontrol show node "$1" -o | grep -o 'Reason=.*' | sed 's/ \[[^]]*\]$//; s/^Reason=//'; }

@@ -81,3 +81,60 @@ TEST(Config, LoadNamesMissingFile) {
   ASSERT_TRUE(ok) << ok.error();
   EXPECT_EQ(ok->node_name, "z");
 }
+
+TEST(Config, GpuSectionAndXidOverrides) {
+  auto c = parse_config(R"(
+[checks.gpu]
+library = "/opt/nvidia/libnvidia-ml.so.1"
+deadline_ms = 2000
+expected_count = 8
+required = true
+pcie_width_action = "warn"
+nvlink_expected_links = 18
+temperature_max_c = 88
+xid_hold_s = 120
+xid_unknown_action = "warn"
+
+[[checks.gpu.xid]]
+xid = 92
+action = "drain"
+count = 3
+window_s = 600
+
+[[checks.gpu.xid]]
+xid = 79
+action = "drain"
+)",
+                        "g.toml");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->gpu.library, "/opt/nvidia/libnvidia-ml.so.1");
+  EXPECT_EQ(c->gpu.deadline.count(), 2000);
+  EXPECT_EQ(c->gpu.thresholds.expected_count, 8u);
+  EXPECT_TRUE(c->gpu.thresholds.required);
+  EXPECT_EQ(c->gpu.thresholds.pcie_width_action, Action::warn);
+  EXPECT_EQ(c->gpu.thresholds.nvlink_expected_links, 18u);
+  EXPECT_EQ(c->gpu.thresholds.temperature_max_c, 88u);
+  EXPECT_EQ(c->gpu.xid_hold.count(), 120);
+  EXPECT_EQ(c->gpu.xid_unknown, XidAction::warn);
+  ASSERT_EQ(c->gpu.xid_rules.size(), 2u);
+  EXPECT_EQ(c->gpu.xid_rules.at(92).count, 3u);
+  EXPECT_EQ(c->gpu.xid_rules.at(92).window.count(), 600);
+  EXPECT_EQ(c->gpu.xid_rules.at(79).action, XidAction::drain);
+  EXPECT_EQ(c->gpu.xid_rules.at(79).description, "GPU has fallen off the bus");  // kept from the table
+}
+
+TEST(Config, BadXidRulesAreNamed) {
+  auto c = parse_config("[checks.gpu]\n[[checks.gpu.xid]]\nxid = 48\naction = \"explode\"\n", "x.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("x.toml:4:"), std::string::npos) << c.error();
+  EXPECT_NE(c.error().find("reset_gpu"), std::string::npos) << c.error();
+  c = parse_config("[[checks.gpu.xid]]\nxid = 48\naction = \"drain\"\ncount = 2\n", "x.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("window_s"), std::string::npos) << c.error();
+  c = parse_config("[[checks.gpu.xid]]\naction = \"drain\"\n", "x.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("needs xid and action"), std::string::npos) << c.error();
+  c = parse_config("[checks.gpu]\nmemory_action = \"nuke\"\n", "x.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("memory_action"), std::string::npos) << c.error();
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# RebootProgram of the local test cluster. A real reboot cannot happen here (every "node" is this
+# machine), so this one does what a reboot does to the parts healthd and Slurm see:
+#   - the node's slurmd stops and starts again with -b ("report node rebooted now"), so slurmctld
+#     sees the boot it asked for and applies nextstate=RESUME;
+#   - the node's fake host tree gets a new boot id (DIR/host/NODE/proc/sys/kernel/random/boot_id);
+#   - the node's healthd restarts, as it would after a boot.
+# slurmd runs this through system(); the node and cluster come from that slurmd's command line.
+set -u
+
+node="" conf="" slurmd_pid=""
+p=$PPID
+for _ in 1 2 3 4 5 6; do
+  [ -r "/proc/$p/cmdline" ] || break
+  mapfile -d '' -t argv <"/proc/$p/cmdline"
+  if [ "${#argv[@]}" -gt 0 ] && [ "$(basename "${argv[0]}")" = slurmd ]; then
+    for ((i = 0; i < ${#argv[@]}; i++)); do
+      case "${argv[i]}" in
+        -N) node="${argv[i + 1]:-}" ;;
+        -f) conf="${argv[i + 1]:-}" ;;
+      esac
+    done
+    slurmd_pid=$p
+    break
+  fi
+  p="$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)" || break
+done
+if [ -z "$node" ] || [ -z "$conf" ]; then
+  echo "fake-reboot: cannot find the slurmd that runs me (-N and -f)" >&2
+  exit 1
+fi
+dir="$(dirname "$(dirname "$conf")")"
+here="$(cd "$(dirname "$0")" && pwd)"
+log="$dir/log/fake-reboot-$node.log"
+
+# Detached: the slurmd that runs this is about to be stopped.
+setsid bash -c '
+  set -u
+  node=$1 conf=$2 dir=$3 here=$4 pid=$5
+  echo "$(date +%T.%N) rebooting $node (slurmd pid $pid)"
+  sleep 0.5
+  kill -TERM "$pid" 2>/dev/null
+  for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  mkdir -p "$dir/host/$node/proc/sys/kernel/random"
+  cat /proc/sys/kernel/random/uuid >"$dir/host/$node/proc/sys/kernel/random/boot_id"
+  "$here/cluster.sh" restart-healthd "$dir" "$node" || echo "healthd did not restart"
+  slurmd -b -N "$node" -f "$conf" </dev/null
+  echo "$(date +%T.%N) $node is back (slurmd rc $?)"
+' fake-reboot "$node" "$conf" "$dir" "$here" "$slurmd_pid" </dev/null >>"$log" 2>&1 &
+exit 0

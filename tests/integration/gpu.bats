@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# NVIDIA GPU faults on a real cluster, through the fake NVML library at the hardware boundary: each
+# node's healthd loads tests/fakes/libfake-nvml.so (its configured NVML path) and reads the node's
+# scenario file, which these tests rewrite while everything runs.
+
+load helpers
+
+HEALTHY='{"devices": [{}, {}]}'
+
+# set_nvml NODE JSON: the node's GPUs from now on (written whole, then renamed into place).
+set_nvml() {
+  local f="${AR_CLUSTER_DIR}/host/$1/nvml.json"
+  printf '%s\n' "$2" >"$f.tmp" && mv "$f.tmp" "$f"
+}
+
+# check_field NODE CHECK FIELD: a field of one check's result in the node's `healthctl status`.
+check_field() {
+  healthctl_on "$1" status --json | python3 -c '
+import json, sys
+data = json.load(sys.stdin)
+for r in data.get("health", {}).get("checks", []):
+    if r["check"] == sys.argv[1]:
+        print(r[sys.argv[2]])
+        sys.exit(0)
+sys.exit("no check %s" % sys.argv[1])' "$2" "$3"
+}
+check_code_is() { [ "$(check_field "$1" "$2" code)" = "$3" ]; }
+check_status_is() { [ "$(check_field "$1" "$2" status)" = "$3" ]; }
+
+setup() {
+  for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
+  reset_cluster
+  WORK="${AR_CLUSTER_DIR}/work/gpu-${BATS_TEST_NUMBER}-$$"
+  mkdir -p "$WORK"
+}
+
+teardown() {
+  for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
+  reset_cluster
+}
+
+# A 2-node auto-resume job whose first attempt hangs (a training step stuck on a dead GPU does not
+# exit) and whose second finishes.
+submit_hung_job() {
+  submit -N2 -o "$WORK/job.out" --open-mode=append --auto-resume=1 --wrap "
+    srun -N2 --ntasks-per-node=1 bash -c 'if [ \"\${AUTO_RESUME_ATTEMPT:-1}\" -gt 1 ]; then echo resumed-on-\$SLURMD_NODENAME; exit 0; fi; sleep 600'"
+}
+
+@test "XID 79 from NVML under a hung auto-resume job: reboot through Slurm, one requeue, running again, node back after its reboot" {
+  local job victim t0 t1
+  job=$(submit_hung_job)
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(job_nodes "$job" | tail -1)
+  # Let the node's healthd register its NVML event set first: events present when it does are old.
+  wait_until 30 check_status_is "$victim" gpu.nvml ok
+  sleep 1
+  t0=$(date +%s.%N)
+  set_nvml "$victim" '{"devices": [{}, {}], "events": [{"id": 1, "gpu": 1, "type": "xid", "xid": 79}]}'
+  wait_until 30 job_running_attempt "$job" 1
+  t1=$(date +%s.%N)
+  echo "XID 79 to running again: $(echo "$t1 - $t0" | bc) s" >&3
+  ! job_nodes "$job" | grep -qx "$victim"
+  [ "$(job_restarts "$job")" = 1 ]
+  # Slurm was asked for a reboot (the reason names the GPU), carried it out once the node was idle
+  # (fake-reboot.sh: slurmd -b, new boot id, healthd restarted) and resumed the node by itself.
+  grep -q "reboot" "${AR_CLUSTER_DIR}/log/slurmctld.log"
+  wait_until 90 grep -q "$victim is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log"
+  wait_until 90 node_idle "$victim"
+  # The rebooted node's healthd does not drain it again for the XID that the reboot cured.
+  wait_until 30 check_status_is "$victim" gpu_xid ok
+  sleep 3
+  node_idle "$victim"
+  wait_until 60 job_finished "$job"
+  [ "$(job_state "$job")" = COMPLETED ]
+  grep -q "resumed-on" "$WORK/job.out"
+  run healthctl_on "$victim" explain "$job"
+  echo "$output" >&3
+}
+
+@test "the drain reason of an XID names the GPU by index, PCI bus id and UUID" {
+  set_nvml n3 '{"devices": [{}, {"uuid": "GPU-test-board-7"}]}'
+  wait_until 30 check_status_is n3 gpu.nvml ok
+  sleep 1
+  set_nvml n3 '{"devices": [{}, {"uuid": "GPU-test-board-7"}], "events": [{"id": 5, "gpu": 1, "type": "xid", "xid": 48}]}'
+  wait_until 30 bash -c "sinfo -h -n n3 -o %T | grep -q drain"
+  [[ "$(node_reason n3)" == "healthd: GPU-XID-48: XID 48 on GPU 1 (00000000:28:00.0, GPU-test-board-7): double-bit ECC error"* ]]
+}
+
+@test "XID 13, an application fault, does not drain the node nor requeue the job" {
+  local job victim
+  job=$(submit_hung_job)
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(job_nodes "$job" | tail -1)
+  wait_until 30 check_status_is "$victim" gpu.nvml ok
+  sleep 1
+  set_nvml "$victim" '{"devices": [{}, {}], "events": [{"id": 2, "gpu": 0, "type": "xid", "xid": 13}]}'
+  wait_until 30 check_code_is "$victim" gpu_xid GPU-XID-13
+  [ "$(check_field "$victim" gpu_xid status)" = warn ]
+  sleep 3
+  [[ "$(node_state "$victim")" != drain* ]]
+  [ "$(job_state "$job")" = RUNNING ]
+  [ "$(job_restarts "$job")" = 0 ]
+}
+
+@test "an NVML call that hangs is a verdict within its deadline, and healthd keeps answering" {
+  local t0 t1 i
+  set_nvml n2 '{"devices": [{}, {}], "hang": ["nvmlDeviceGetTemperature"]}'
+  t0=$(date +%s.%N)
+  wait_until 30 check_code_is n2 gpu.nvml GPU-NVML-HANG
+  t1=$(date +%s.%N)
+  echo "hang to verdict: $(echo "$t1 - $t0" | bc) s (deadline 1.5 s, sweeps every 1 s)" >&3
+  [[ "$(check_field n2 gpu.nvml message)" == *"nvmlDeviceGetTemperature"* ]]
+  # The plugin's socket and healthctl are served while the NVML call is stuck.
+  for i in 1 2 3 4 5; do timeout 2 "$AR_HEALTHCTL" --socket "$(socket_of n2)" ping; done
+  wait_until 30 bash -c "sinfo -h -n n2 -o %T | grep -q drain"
+  [[ "$(node_reason n2)" == "healthd: GPU-NVML-HANG: NVML not answering: nvmlDeviceGetTemperature"* ]]
+  # Released: NVML answers again, and healthd gives its drain back.
+  set_nvml n2 "$HEALTHY"
+  wait_until 60 node_idle n2
+}
+
+@test "a GPU missing from NVML drains the node with the count" {
+  set_nvml n1 '{"devices": [{}]}'
+  wait_until 30 bash -c "sinfo -h -n n1 -o %T | grep -q drain"
+  [[ "$(node_reason n1)" == "healthd: GPU-COUNT: 1 of 2 GPUs visible to NVML"* ]]
+  set_nvml n1 "$HEALTHY"
+  wait_until 60 node_idle n1
+}
+
+@test "a pending row remap drains the node and says to reset the GPU" {
+  set_nvml n1 '{"devices": [{}, {"remap": {"pending": true}}]}'
+  wait_until 30 bash -c "sinfo -h -n n1 -o %T | grep -q drain"
+  [[ "$(node_reason n1)" == "healthd: GPU-ROW-REMAP-PENDING: GPU 1 "*"reset the GPU"* ]]
+  set_nvml n1 "$HEALTHY"
+  wait_until 60 node_idle n1
+}
