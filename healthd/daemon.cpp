@@ -82,6 +82,7 @@ class HealthService : public HealthEvents {
   }
   nlohmann::json health_status() override { return engine_.status(); }
   nlohmann::json explain(std::uint32_t job_id) override { return timeline_.to_json(job_id); }
+  std::uint64_t check_now() override { return engine_.request_sweep("on demand", running_jobs(registry_), std::nullopt, true); }
 
  private:
   Engine& engine_;

@@ -24,16 +24,20 @@ void Engine::stop() {
     if (st.hung) (void)new std::shared_future<std::vector<CheckResult>>(*st.hung);
 }
 
-void Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger, bool force) {
+std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger,
+                                    bool force) {
+  std::uint64_t seq = 0;
   {
     std::lock_guard lock(mutex_);
+    seq = next_seq_++;
     // Periodic sweeps need not pile up behind a slow one; every triggered or forced sweep is kept.
     if (!trigger && !force && !requests_.empty() && !requests_.back().trigger && !requests_.back().force)
-      requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false};
+      requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false, seq};
     else
-      requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force});
+      requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force, seq});
   }
   wake_.notify_all();
+  return seq;
 }
 
 void Engine::reconfigure(const PolicyConfig& policy) {
@@ -137,13 +141,17 @@ void Engine::loop() {
     try {
       if (request) {
         spdlog::debug("sweep: {}", request->why);
+        const auto started = std::chrono::steady_clock::now();
         auto results = sweep(request->force);
+        const auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
         responder_.on_sweep(results, request->jobs, request->trigger, now);
         nlohmann::json checks = nlohmann::json::array();
         for (const auto& r : results) checks.push_back(r.to_json());
         std::lock_guard lock(mutex_);
         status_["checks"] = checks;
         status_["last_sweep"] = request->why;
+        status_["sweep_seq"] = request->seq;
+        status_["sweep_ms"] = took;
       }
       responder_.run_due(std::chrono::system_clock::now());
       if (std::chrono::steady_clock::now() - last_follow > std::chrono::milliseconds(200)) {

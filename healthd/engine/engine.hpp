@@ -31,8 +31,9 @@ class Engine {
 
   // Queues a sweep followed by the responder's judgement. A sweep runs the checks that are due (see
   // CheckSchedule) and reuses the others' last results; a triggered or forced sweep runs them all.
-  void request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt,
-                     bool force = false);
+  // Returns the sweep's number; status() reports the number of the last sweep done as "sweep_seq".
+  std::uint64_t request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt,
+                              bool force = false);
 
   // New policy (SIGHUP): applied on the engine thread between two pieces of work.
   void reconfigure(const PolicyConfig& policy);
@@ -46,6 +47,7 @@ class Engine {
     std::vector<LocalJob> jobs;
     std::optional<StepFailure> trigger;
     bool force = false;
+    std::uint64_t seq = 0;
   };
 
   // What the engine remembers of one check between sweeps.
@@ -66,6 +68,7 @@ class Engine {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<SweepRequest> requests_;
+  std::uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::optional<PolicyConfig> new_policy_;
   std::chrono::milliseconds check_deadline_;

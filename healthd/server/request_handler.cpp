@@ -27,6 +27,12 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
           return proto::ok_reply(status());
         } else if constexpr (std::is_same_v<M, proto::JobsQuery>) {
           return proto::ok_reply(jobs());
+        } else if constexpr (std::is_same_v<M, proto::CheckNow>) {
+          // A full sweep may run expensive checks (a DCGM diagnostic): not for anyone to trigger.
+          if (peer.uid != 0 && peer.uid != ::geteuid())
+            return proto::error_reply({proto::err::kForbidden, "an on-demand check is for root only"});
+          if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
+          return proto::ok_reply({{"sweep", events_->check_now()}});
         } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
           nlohmann::json timeline = events_ ? events_->explain(m.job_id) : nlohmann::json::array();
           return proto::ok_reply({{"node", info_.node}, {"job_id", m.job_id}, {"timeline", timeline}});

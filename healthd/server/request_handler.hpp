@@ -37,6 +37,8 @@ class HealthEvents {
   virtual void on_task_failure(const proto::TaskExit& exit, const JobRecord& job) = 0;
   virtual nlohmann::json health_status() = 0;
   virtual nlohmann::json explain(std::uint32_t job_id) = 0;
+  // Queues a sweep of every check; returns its number (see proto::CheckNow).
+  virtual std::uint64_t check_now() = 0;
 };
 
 class RequestHandler {

@@ -44,6 +44,9 @@ inline std::string step_name(std::uint32_t step_id) {
 struct Ping {};
 struct StatusQuery {};
 struct JobsQuery {};
+// Runs every check now (an on-demand sweep, expensive checks included). Root only. The reply carries
+// the sweep's number; it is done once `status` reports a `health.sweep_seq` at least as high.
+struct CheckNow {};
 struct ExplainQuery {
   std::uint32_t job_id = 0;
 };
@@ -72,7 +75,7 @@ struct StepEnd {
   std::string node;
 };
 
-using Request = std::variant<Ping, StatusQuery, JobsQuery, ExplainQuery, StepStart, TaskExit, StepEnd>;
+using Request = std::variant<Ping, StatusQuery, JobsQuery, ExplainQuery, CheckNow, StepStart, TaskExit, StepEnd>;
 
 // Error codes carried in error replies. Stable strings: clients may switch on them.
 namespace err {
@@ -98,6 +101,7 @@ inline nlohmann::json header(const char* type) { return {{"v", kVersion}, {"type
 
 inline nlohmann::json to_json(const Ping&) { return detail::header("ping"); }
 inline nlohmann::json to_json(const StatusQuery&) { return detail::header("status"); }
+inline nlohmann::json to_json(const CheckNow&) { return detail::header("check"); }
 inline nlohmann::json to_json(const JobsQuery&) { return detail::header("jobs"); }
 inline nlohmann::json to_json(const ExplainQuery& m) {
   auto j = detail::header("explain");
@@ -248,6 +252,7 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
   if (type == "ping") return Request{Ping{}};
   if (type == "status") return Request{StatusQuery{}};
   if (type == "jobs") return Request{JobsQuery{}};
+  if (type == "check") return Request{CheckNow{}};
   if (type == "explain") {
     ExplainQuery m;
     return finish(std::move(m), detail::read_fields(j, m, f("job_id", &ExplainQuery::job_id)));

@@ -50,3 +50,26 @@ TEST(RequestHandler, ErrorRepliesCarryVersionAndCode) {
   EXPECT_EQ(reply["ok"], false);
   EXPECT_EQ(reply["error"]["code"], proto::err::kMalformed);
 }
+
+namespace {
+struct CountingEvents : HealthEvents {
+  std::uint64_t sweeps = 0;
+  void on_task_failure(const proto::TaskExit&, const JobRecord&) override {}
+  nlohmann::json health_status() override { return nlohmann::json::object(); }
+  nlohmann::json explain(std::uint32_t) override { return nlohmann::json::array(); }
+  std::uint64_t check_now() override { return ++sweeps; }
+};
+}  // namespace
+
+TEST(RequestHandler, AnOnDemandCheckIsForRootAndReturnsTheSweepNumber) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  CountingEvents events;
+  RequestHandler handler{info, registry, [] {}, &events};
+  auto refused = handler.handle(line(proto::CheckNow{}), Peer{4242, 1});
+  EXPECT_EQ(refused["error"]["code"], proto::err::kForbidden);
+  EXPECT_EQ(events.sweeps, 0u);
+  auto reply = handler.handle(line(proto::CheckNow{}), Peer{0, 1});
+  ASSERT_EQ(reply["ok"], true) << reply.dump();
+  EXPECT_EQ(reply["data"]["sweep"], 1);
+}
