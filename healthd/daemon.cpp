@@ -11,6 +11,10 @@
 #include "checks/kernel_log_check.hpp"
 #include "checks/xid_check.hpp"
 #include "collectors/nvml/nvml_events.hpp"
+#include "checks/efa_check.hpp"
+#include "checks/neuron_check.hpp"
+#include "checks/node_check.hpp"
+#include "config/profiles.hpp"
 #include "engine/engine.hpp"
 #include "engine/journal.hpp"
 #include "engine/responder.hpp"
@@ -101,6 +105,21 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   Config config = *loaded;
   apply_overrides(config, overrides);
   set_log_level(config.log_level);
+  if (!config.instance_type.empty()) {
+    // The profile fills the expected counts the config leaves unset; a named profile that does not
+    // exist is a config error, "auto" without a way to detect the type is not.
+    auto profile = resolve_profile(config.instance_type, config.profile_dir);
+    if (profile) {
+      apply_profile(config, *profile);
+      spdlog::info("profile {}: {} EFA, {} Neuron, {} CPUs expected ({})", profile->name, profile->efa_devices,
+                   profile->neuron_devices, profile->cpus, profile->source);
+    } else if (config.instance_type == "auto") {
+      spdlog::warn("healthd: profile: {}; checking without a profile", profile.error());
+    } else {
+      spdlog::critical("healthd: config: {}", profile.error());
+      return 2;
+    }
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
@@ -162,6 +181,9 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
         return xids->record(*e) ? KernelLogCheck::LineVerdict::new_fault : KernelLogCheck::LineVerdict::taken;
       });
   }
+  if (config.efa.enabled) checks.push_back(std::make_shared<EfaCheck>(config.efa, config.host_root));
+  if (config.neuron.enabled) checks.push_back(std::make_shared<NeuronCheck>(config.neuron, config.host_root));
+  if (config.node.enabled) checks.push_back(std::make_shared<NodeCheck>(config.node, config.host_root));
   Engine engine(checks, responder, config.policy.check_deadline);
   HealthService service(engine, timeline, registry);
   RequestHandler handler(info, registry, persist, &service);

@@ -109,6 +109,65 @@ std::expected<double, std::string> read_share(const toml::node& n) {
 }
 
 
+// Readers for the hardware checks' sections.
+std::function<std::expected<std::optional<std::uint32_t>, std::string>(const toml::node&)> opt_uint_in(std::int64_t min,
+                                                                                                       std::int64_t max) {
+  return [=](const toml::node& n) -> std::expected<std::optional<std::uint32_t>, std::string> {
+    auto v = uint_in(min, max)(n);
+    if (!v) return std::unexpected(v.error());
+    return std::optional<std::uint32_t>(*v);
+  };
+}
+
+std::function<std::expected<double, std::string>(const toml::node&)> number_in(double min, double max) {
+  return [=](const toml::node& n) -> std::expected<double, std::string> {
+    if (!n.is_number()) return std::unexpected(std::string("must be a number"));
+    double v = *n.value<double>();
+    if (v < min || v > max)
+      return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return v;
+  };
+}
+
+std::expected<std::optional<double>, std::string> read_opt_gib(const toml::node& n) {
+  auto v = number_in(0, 1e6)(n);
+  if (!v) return std::unexpected(v.error());
+  return std::optional<double>(*v);
+}
+
+std::expected<Action, std::string> read_action(const toml::node& n) {
+  auto a = n.is_string() ? parse_action(*n.value<std::string>()) : std::nullopt;
+  if (!a) return std::unexpected(std::string("must be one of none, warn, drain, reboot"));
+  return *a;
+}
+
+std::expected<std::vector<std::string>, std::string> read_names(const toml::node& n) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr) return std::unexpected(std::string("must be an array of strings"));
+  std::vector<std::string> out;
+  for (const auto& item : *arr) {
+    if (!item.is_string() || item.value<std::string>()->empty())
+      return std::unexpected(std::string("must be an array of non-empty strings"));
+    out.push_back(*item.value<std::string>());
+  }
+  return out;
+}
+
+// [checks.efa.counter_thresholds]: counter name = the rise within the window above which it counts.
+std::expected<std::map<std::string, std::uint64_t>, std::string> read_thresholds(const toml::node& n) {
+  const auto* t = n.as_table();
+  if (t == nullptr) return std::unexpected(std::string("must be a table of counter = integer"));
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [k, v] : *t) {
+    if (!v.is_integer() || *v.value<std::int64_t>() < 0)
+      return std::unexpected("entry '" + std::string(k.str()) + "' (line " + std::to_string(k.source().begin.line) +
+                             ") must be an integer, at least 0");
+    out[std::string(k.str())] = static_cast<std::uint64_t>(*v.value<std::int64_t>());
+  }
+  return out;
+}
+
+
 // [[checks.kernel_log.rule]] tables: each with code, pattern, action and an optional message.
 std::expected<std::vector<KernelLogRule>, std::string> read_rules(const toml::node& n, const std::string& source) {
   const auto* arr = n.as_array();
@@ -202,12 +261,6 @@ std::expected<std::map<unsigned, XidRule>, std::string> read_xid_rules(const tom
   return rules;
 }
 
-std::expected<Action, std::string> read_action(const toml::node& n) {
-  auto a = n.is_string() ? parse_action(*n.value<std::string>()) : std::nullopt;
-  if (!a) return std::unexpected(std::string("must be one of none, warn, drain, reboot"));
-  return *a;
-}
-
 // A member of the GPU thresholds, through Config::gpu.
 template <typename T>
 Reader gpu_threshold(T GpuThresholds::*member, std::function<std::expected<T, std::string>(const toml::node&)> read) {
@@ -248,6 +301,8 @@ const std::map<std::string, Table>& schema() {
               return {};
             }},
            {"ended_job_retention_s", seconds_key(&Config::ended_job_retention, 0, 30L * 24 * 3600)},
+           {"instance_type", string_key(&Config::instance_type)},
+           {"profile_dir", path_key(&Config::profile_dir)},
        }},
       {"policy",
        {
@@ -309,6 +364,35 @@ const std::map<std::string, Table>& schema() {
            {"boot_id", nested<GpuConfig, std::filesystem::path>(&Config::gpu, &GpuConfig::boot_id, read_abs_path)},
            // "xid" is read separately, like the kernel-log rules.
            {"xid", nullptr},
+       }},
+      {"checks.efa",
+       {
+           {"enabled", nested<EfaConfig, bool>(&Config::efa, &EfaConfig::enabled, read_bool)},
+           {"expected_devices", nested(&Config::efa, &EfaConfig::expected_devices, opt_uint_in(0, 1024))},
+           {"counter_window_s", nested(&Config::efa, &EfaConfig::counter_window, duration_in<seconds>(1, 24 * 3600, "seconds"))},
+           {"counter_thresholds", nested<EfaConfig, std::map<std::string, std::uint64_t>>(&Config::efa, &EfaConfig::counter_thresholds, read_thresholds)},
+           {"counter_action", nested<EfaConfig, Action>(&Config::efa, &EfaConfig::counter_action, read_action)},
+       }},
+      {"checks.neuron",
+       {
+           {"enabled", nested<NeuronConfig, bool>(&Config::neuron, &NeuronConfig::enabled, read_bool)},
+           {"expected_devices", nested(&Config::neuron, &NeuronConfig::expected_devices, opt_uint_in(0, 1024))},
+           {"max_uncorrected", nested<NeuronConfig, std::uint64_t>(&Config::neuron, &NeuronConfig::max_uncorrected,
+                                                                   [](const toml::node& n) -> std::expected<std::uint64_t, std::string> {
+                                                                     auto v = uint_in(0, 1000000)(n);
+                                                                     if (!v) return std::unexpected(v.error());
+                                                                     return *v;
+                                                                   })},
+       }},
+      {"checks.node",
+       {
+           {"enabled", nested<NodeConfig, bool>(&Config::node, &NodeConfig::enabled, read_bool)},
+           {"expected_cpus", nested(&Config::node, &NodeConfig::expected_cpus, opt_uint_in(1, 100000))},
+           {"min_memory_gib", nested<NodeConfig, std::optional<double>>(&Config::node, &NodeConfig::min_memory_gib, read_opt_gib)},
+           {"memory_slack_pct", nested<NodeConfig, double>(&Config::node, &NodeConfig::memory_slack_pct, number_in(0, 50))},
+           {"min_shm_gib", nested<NodeConfig, double>(&Config::node, &NodeConfig::min_shm_gib, number_in(0, 1e6))},
+           {"clock_action", nested<NodeConfig, Action>(&Config::node, &NodeConfig::clock_action, read_action)},
+           {"required_processes", nested<NodeConfig, std::vector<std::string>>(&Config::node, &NodeConfig::required_processes, read_names)},
        }},
   };
   return s;

@@ -7,6 +7,7 @@
 #include <expected>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,39 @@ struct GpuConfig {
   std::filesystem::path boot_id = "/proc/sys/kernel/random/boot_id";  // read under the host root
 };
 
+// [checks.efa]: EFA devices, their ports and their error counters (see checks/efa_check.hpp).
+struct EfaConfig {
+  bool enabled = true;
+  // How many EFA devices the node must have. Unset: the instance profile's count, else 0 (not expected:
+  // a node without EFA passes as "not applicable").
+  std::optional<std::uint32_t> expected_devices;
+  // Error counters judged by how much they rose within the window; a fall (driver reload) starts over.
+  std::chrono::seconds counter_window{300};
+  std::map<std::string, std::uint64_t> counter_thresholds = {
+      {"rdma_read_wr_err", 10},          {"rdma_write_wr_err", 10},        {"unresponsive_remote_events", 10},
+      {"impaired_remote_conn_events", 10}, {"retrans_timeout_events", 100}, {"rx_drops", 10000},
+  };
+  Action counter_action = Action::warn;  // a counter past its threshold: warn by default (network-wide events)
+};
+
+// [checks.neuron]: AWS Trainium/Inferentia devices (see checks/neuron_check.hpp).
+struct NeuronConfig {
+  bool enabled = true;
+  std::optional<std::uint32_t> expected_devices;  // as for EFA
+  std::uint64_t max_uncorrected = 0;              // per device and counter; above it is a fault
+};
+
+// [checks.node]: the host itself (see checks/node_check.hpp). Unset expectations are not judged.
+struct NodeConfig {
+  bool enabled = true;
+  std::optional<std::uint32_t> expected_cpus;  // online CPUs; unset: the profile's vCPUs
+  std::optional<double> min_memory_gib;        // MemTotal; unset: the profile's memory less memory_slack_pct
+  double memory_slack_pct = 10;                // the kernel keeps part of the nominal memory for itself
+  double min_shm_gib = 0;                      // size of /dev/shm; 0: not judged
+  Action clock_action = Action::warn;          // clock not synchronised (adjtimex); none: not judged
+  std::vector<std::string> required_processes = {"munged", "slurmd"};  // by /proc/*/comm
+};
+
 struct PolicyConfig {
   std::uint32_t max_resumes = 3;         // per job; past it the job ends as it would without us
   bool resume_on_any_failure = false;    // also requeue when no node is faulty (application failures)
@@ -72,11 +106,16 @@ struct Config {
   std::filesystem::path host_root = "/";               // every host path is read under it
   std::string log_level = "info";                      // trace, debug, info, warn, error
   std::chrono::seconds ended_job_retention{3600};       // how long finished jobs stay listed
+  std::string instance_type;                           // profile name (config/profiles.hpp); empty: none
+  std::filesystem::path profile_dir = "/etc/healthd/profiles.d";  // the admin's own profiles (*.toml)
 
   PolicyConfig policy;        // [policy]
   SlurmConfig slurm;          // [slurm]
   KernelLogConfig kernel_log; // [checks.kernel_log]
   GpuConfig gpu;              // [checks.gpu]
+  EfaConfig efa;              // [checks.efa]
+  NeuronConfig neuron;        // [checks.neuron]
+  NodeConfig node;            // [checks.node]
 };
 
 // Reads and checks a config file. The error reads "<file>:<line>:<column>: <what>".

@@ -1,0 +1,123 @@
+#include "efa_check.hpp"
+
+#include "result_util.hpp"
+
+namespace ar::healthd {
+
+std::uint64_t CounterWindow::observe(const std::string& key, std::uint64_t value, Clock::time_point now) {
+  auto& s = samples_[key];
+  if (!s.empty() && value < s.back().second) s.clear();  // reset: start over from here
+  s.emplace_back(now, value);
+  // Keep the newest sample at or before the window's start as the baseline; drop older ones.
+  while (s.size() > 1 && s[1].first <= now - window_) s.pop_front();
+  return s.back().second - s.front().second;
+}
+
+void CounterWindow::keep_only(const std::set<std::string>& keys) {
+  for (auto it = samples_.begin(); it != samples_.end();) it = keys.contains(it->first) ? std::next(it) : samples_.erase(it);
+}
+
+namespace {
+
+CheckResult judge_count(const EfaSnapshot& snap, std::uint32_t expected) {
+  const auto found = static_cast<std::uint32_t>(snap.devices.size());
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& d : snap.devices) names.push_back(d.name);
+  CheckResult r;
+  if (expected == 0 && found == 0) {
+    r = make_result("efa.count", Status::ok, "not applicable: no EFA device, none expected");
+  } else if (found < expected) {
+    r = make_finding("efa.count", "EFA-COUNT", Action::drain,
+                     std::to_string(found) + " of " + std::to_string(expected) + " EFA devices present");
+  } else if (expected > 0 && found > expected) {
+    r = make_finding("efa.count", "EFA-COUNT", Action::warn,
+                     std::to_string(found) + " EFA devices, " + std::to_string(expected) + " expected (profile?)");
+  } else {
+    r = make_result("efa.count", Status::ok, std::to_string(found) + " EFA devices");
+  }
+  r.detail = {{"expected", expected}, {"found", found}, {"devices", names}};
+  return r;
+}
+
+CheckResult judge_ports(const EfaSnapshot& snap) {
+  if (snap.devices.empty()) return make_result("efa.ports", Status::ok, "not applicable: no EFA device");
+  nlohmann::json ports = nlohmann::json::array();
+  std::vector<std::string> down, unreadable;
+  std::size_t active = 0;
+  for (const auto& d : snap.devices) {
+    if (!d.error.empty()) unreadable.push_back(d.error);
+    for (const auto& p : d.ports) {
+      ports.push_back({{"device", d.name}, {"port", p.port}, {"state", p.state}, {"error", p.error}});
+      if (!p.error.empty()) unreadable.push_back(p.error);
+      else if (p.state != "ACTIVE") down.push_back(d.name + " port " + p.port + " is " + p.state);
+      else ++active;
+    }
+  }
+  CheckResult r;
+  if (!down.empty())
+    r = make_finding("efa.ports", "EFA-PORT-DOWN", Action::drain, down.front() + and_more(down.size()));
+  else if (!unreadable.empty())  // the check could not look: says nothing about the node
+    r = make_result("efa.ports", Status::error, "cannot read port state: " + unreadable.front() + and_more(unreadable.size()));
+  else
+    r = make_result("efa.ports", Status::ok, std::to_string(active) + " EFA ports ACTIVE");
+  r.detail = {{"ports", ports}};
+  return r;
+}
+
+CheckResult judge_counters(const EfaSnapshot& snap, const EfaConfig& config, const std::vector<EfaCounterRise>& rises) {
+  if (snap.devices.empty()) return make_result("efa.counters", Status::ok, "not applicable: no EFA device");
+  nlohmann::json over = nlohmann::json::array();
+  nlohmann::json seen = nlohmann::json::array();
+  const EfaCounterRise* first = nullptr;
+  std::size_t n_over = 0;
+  for (const auto& c : rises) {
+    seen.push_back({{"device", c.device}, {"port", c.port}, {"counter", c.counter}, {"value", c.value}, {"rise", c.rise}});
+    auto t = config.counter_thresholds.find(c.counter);
+    if (t == config.counter_thresholds.end() || c.rise <= t->second) continue;
+    over.push_back(seen.back());
+    if (first == nullptr) first = &c;
+    ++n_over;
+  }
+  const auto window_s = std::to_string(config.counter_window.count());
+  CheckResult r;
+  if (first != nullptr && config.counter_action != Action::none) {
+    r = make_finding("efa.counters", "EFA-COUNTER-" + first->counter, config.counter_action,
+                     first->device + " port " + first->port + ": " + first->counter + " rose by " +
+                         std::to_string(first->rise) + " within " + window_s + " s (threshold " +
+                         std::to_string(config.counter_thresholds.at(first->counter)) + ")" + and_more(n_over));
+  } else {
+    r = make_result("efa.counters", Status::ok,
+                    std::to_string(rises.size()) + " error counters within their thresholds over " + window_s + " s");
+  }
+  r.detail = {{"window_s", config.counter_window.count()}, {"over", over}, {"counters", seen}};
+  return r;
+}
+
+}  // namespace
+
+std::vector<CheckResult> judge_efa(const EfaSnapshot& snap, std::uint32_t expected, const EfaConfig& config,
+                                   const std::vector<EfaCounterRise>& rises) {
+  return {judge_count(snap, expected), judge_ports(snap), judge_counters(snap, config, rises)};
+}
+
+EfaCheck::EfaCheck(const EfaConfig& config, const std::filesystem::path& host_root)
+    : config_(config), root_(under_root(host_root, "/sys/class/infiniband")), window_(config.counter_window) {
+  for (const auto& [name, _] : config.counter_thresholds) counters_.push_back(name);
+}
+
+std::vector<CheckResult> EfaCheck::run_at(CounterWindow::Clock::time_point now) {
+  auto snap = read_efa_sysfs(root_, counters_);
+  std::vector<EfaCounterRise> rises;
+  std::set<std::string> keys;
+  for (const auto& d : snap.devices)
+    for (const auto& p : d.ports)
+      for (const auto& [counter, value] : p.counters) {
+        auto key = d.name + "/" + p.port + "/" + counter;
+        keys.insert(key);
+        rises.push_back({d.name, p.port, counter, value, window_.observe(key, value, now)});
+      }
+  window_.keep_only(keys);
+  return judge_efa(snap, config_.expected_devices.value_or(0), config_, rises);
+}
+
+}  // namespace ar::healthd

@@ -1,0 +1,48 @@
+#include "efa_sysfs.hpp"
+
+#include <algorithm>
+
+#include "sysfs_read.hpp"
+
+namespace ar::healthd {
+
+std::string port_state_name(const std::string& raw) {
+  auto colon = raw.find(':');
+  std::string name = colon == std::string::npos ? raw : raw.substr(colon + 1);
+  auto b = name.find_first_not_of(' ');
+  return b == std::string::npos ? std::string() : name.substr(b);
+}
+
+EfaSnapshot read_efa_sysfs(const std::filesystem::path& root, const std::vector<std::string>& counters) {
+  EfaSnapshot snap;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    auto vendor = read_trimmed(it->path() / "device/vendor");
+    if (!vendor || *vendor != kEfaVendorId) continue;
+    EfaDevice dev;
+    dev.name = it->path().filename().string();
+    std::error_code pec;
+    std::vector<std::filesystem::path> ports;
+    for (std::filesystem::directory_iterator p(it->path() / "ports", pec), pend; !pec && p != pend; p.increment(pec))
+      ports.push_back(p->path());
+    if (pec) dev.error = (it->path() / "ports").string() + ": " + pec.message();
+    std::sort(ports.begin(), ports.end());
+    for (const auto& p : ports) {
+      EfaPort port;
+      port.port = p.filename().string();
+      if (auto s = read_trimmed(p / "state"); s)
+        port.state = port_state_name(*s);
+      else
+        port.error = s.error();
+      for (const auto& name : counters)
+        if (auto v = read_u64(p / "hw_counters" / name); v) port.counters[name] = *v;
+      dev.ports.push_back(std::move(port));
+    }
+    if (ports.empty() && dev.error.empty()) dev.error = (it->path() / "ports").string() + ": no port";
+    snap.devices.push_back(std::move(dev));
+  }
+  std::sort(snap.devices.begin(), snap.devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return snap;
+}
+
+}  // namespace ar::healthd

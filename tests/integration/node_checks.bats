@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# The EFA, Neuron and node checks on the real cluster: a fault written into one node's fake sysfs
+# (under $AR_CLUSTER_DIR/host/<node>/, as start_cluster.sh built it) while an auto-resume job runs on
+# it: the node is drained with the check's code, the job is requeued once and runs again on healthy
+# nodes, and the node comes back once the fault is cleared.
+
+load helpers
+
+host_of() { echo "${AR_CLUSTER_DIR}/host/$1"; }
+efa_port_state() { echo "$3" >"$(host_of "$1")/sys/class/infiniband/$2/ports/1/state"; }
+neuron_counter() { echo "$4" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/$3"; }
+
+# Every node's fake hardware back to healthy (also after a failed test).
+heal_all() {
+  local node
+  for node in n1 n2 n3; do
+    efa_port_state "$node" rdmap16s27 "4: ACTIVE"
+    efa_port_state "$node" rdmap32s27 "4: ACTIVE"
+    neuron_counter "$node" neuron0 mem_ecc_uncorrected 0
+    neuron_counter "$node" neuron1 mem_ecc_uncorrected 0
+  done
+}
+
+setup() {
+  heal_all
+  reset_cluster
+  WORK="${AR_CLUSTER_DIR}/work/${BATS_TEST_NUMBER}-$$"
+  mkdir -p "$WORK"
+}
+
+teardown() {
+  heal_all
+  reset_cluster
+}
+
+second_node() { job_nodes "$1" | tail -1; }
+drained() { [[ "$(node_state "$1")" == drain* ]]; }
+
+# check_status NODE CHECK: the status healthctl shows for one result (e.g. efa.ports) on NODE.
+check_status() {
+  healthctl_on "$1" status --json | python3 -c '
+import json, sys
+reply = json.load(sys.stdin)
+checks = reply.get("data", reply).get("health", {}).get("checks", [])
+print(" ".join(c["status"] for c in checks if c["check"] == sys.argv[1]))' "$2"
+}
+area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
+
+@test "healthy fake hardware: every EFA, Neuron and node result passes" {
+  run healthctl_on n1 status --json
+  [ "$status" -eq 0 ]
+  local area
+  for area in efa.count efa.ports efa.counters neuron.count neuron.errors node.cpus node.memory \
+    node.process.munged node.process.slurmd; do
+    wait_until 10 area_ok n1 "$area" || { echo "$area: $(check_status n1 "$area")"; return 1; }
+  done
+}
+
+@test "an EFA port going DOWN under a running auto-resume job: drain, requeue, running again; back when ACTIVE" {
+  local job victim
+  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(second_node "$job")
+  efa_port_state "$victim" rdmap32s27 "1: DOWN"
+  wait_until 30 job_running_attempt "$job" 1
+  drained "$victim"
+  [ "$(node_reason "$victim")" = "healthd: EFA-PORT-DOWN: rdmap32s27 port 1 is DOWN" ]
+  ! job_nodes "$job" | grep -qx "$victim"
+  [ "$(job_restarts "$job")" = 1 ]
+  # still down: the node stays out
+  sleep 3
+  drained "$victim"
+  efa_port_state "$victim" rdmap32s27 "4: ACTIVE"
+  wait_until 30 node_idle "$victim"
+}
+
+@test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; back when cleared" {
+  local job victim
+  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(second_node "$job")
+  neuron_counter "$victim" neuron1 mem_ecc_uncorrected 1
+  wait_until 30 job_running_attempt "$job" 1
+  drained "$victim"
+  [ "$(node_reason "$victim")" = "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors)" ]
+  ! job_nodes "$job" | grep -qx "$victim"
+  [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
+  # the driver reloaded (the counters start from zero): the node returns
+  neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0
+  wait_until 30 node_idle "$victim"
+}

@@ -1,0 +1,170 @@
+#include <gtest/gtest.h>
+
+#include "checks/efa_check.hpp"
+#include "collectors/efa_sysfs.hpp"
+#include "fake_tree.hpp"
+
+using namespace ar::healthd;
+using namespace std::chrono_literals;
+
+namespace {
+const std::string kIb = "/sys/class/infiniband/";
+
+void add_efa(const ar::test::FakeTree& t, const std::string& dev, const std::string& state = "4: ACTIVE") {
+  t.write(kIb + dev + "/device/vendor", "0x1d0f\n");
+  t.write(kIb + dev + "/ports/1/state", state + "\n");
+  t.write(kIb + dev + "/ports/1/hw_counters/rdma_read_wr_err", "0\n");
+  t.write(kIb + dev + "/ports/1/hw_counters/rx_drops", "7\n");
+  t.write(kIb + dev + "/ports/1/hw_counters/rdma_read_resp_bytes", "123456\n");
+}
+
+void set_counter(const ar::test::FakeTree& t, const std::string& dev, const std::string& name, std::uint64_t v) {
+  t.write(kIb + dev + "/ports/1/hw_counters/" + name, std::to_string(v) + "\n");
+}
+
+const CheckResult& area(const std::vector<CheckResult>& rs, const std::string& check) {
+  for (const auto& r : rs)
+    if (r.check == check) return r;
+  throw std::runtime_error("no result for " + check);
+}
+
+EfaConfig config_expecting(std::uint32_t n) {
+  EfaConfig c;
+  c.expected_devices = n;
+  c.counter_window = 60s;
+  c.counter_thresholds = {{"rdma_read_wr_err", 5}, {"rx_drops", 100}};
+  c.counter_action = Action::drain;
+  return c;
+}
+}  // namespace
+
+TEST(EfaSysfs, ReadsOnlyAmazonDevicesTheirPortsAndWantedCounters) {
+  ar::test::FakeTree t;
+  add_efa(t, "rdmap16s27");
+  add_efa(t, "rdmap0s6", "1: DOWN");
+  t.write(kIb + "mlx5_0/device/vendor", "0x15b3\n");  // a Mellanox HCA: not ours to judge
+  t.write(kIb + "mlx5_0/ports/1/state", "4: ACTIVE\n");
+  auto snap = read_efa_sysfs(t.root() / "sys/class/infiniband", {"rdma_read_wr_err", "rx_drops", "absent_counter"});
+  ASSERT_EQ(snap.devices.size(), 2u);
+  EXPECT_EQ(snap.devices[0].name, "rdmap0s6");
+  EXPECT_EQ(snap.devices[0].ports.at(0).state, "DOWN");
+  EXPECT_EQ(snap.devices[1].ports.at(0).state, "ACTIVE");
+  EXPECT_EQ(snap.devices[1].ports.at(0).counters.at("rx_drops"), 7u);
+  EXPECT_FALSE(snap.devices[1].ports.at(0).counters.contains("absent_counter"));
+  EXPECT_FALSE(snap.devices[1].ports.at(0).counters.contains("rdma_read_resp_bytes"));  // not asked for
+}
+
+TEST(EfaSysfs, NoRdmaClassIsNoDeviceNotAnError) {
+  ar::test::FakeTree t;
+  EXPECT_TRUE(read_efa_sysfs(t.root() / "sys/class/infiniband", {}).devices.empty());
+  EXPECT_EQ(port_state_name("4: ACTIVE"), "ACTIVE");
+  EXPECT_EQ(port_state_name("DOWN"), "DOWN");
+}
+
+TEST(EfaJudge, NoHardwareNoExpectationIsNotApplicable) {
+  auto rs = judge_efa({}, 0, EfaConfig{}, {});
+  ASSERT_EQ(rs.size(), 3u);
+  for (const auto& r : rs) {
+    EXPECT_EQ(r.status, Status::ok) << r.check;
+    EXPECT_NE(r.message.find("not applicable"), std::string::npos) << r.message;
+  }
+}
+
+TEST(EfaJudge, FewerDevicesThanExpectedDrainsMoreWarns) {
+  EfaSnapshot snap;
+  snap.devices = {{"rdmap0", {{"1", "ACTIVE", "", {}}}, ""}};
+  auto fewer = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.count");
+  EXPECT_EQ(fewer.status, Status::fault);
+  EXPECT_EQ(fewer.code, "EFA-COUNT");
+  EXPECT_EQ(fewer.action, Action::drain);
+  EXPECT_EQ(fewer.message, "1 of 2 EFA devices present");
+  EXPECT_EQ(area(judge_efa({}, 4, EfaConfig{}, {}), "efa.count").status, Status::fault);  // expected, none there
+  auto more = area(judge_efa(snap, 0, EfaConfig{}, {}), "efa.count");
+  EXPECT_EQ(more.status, Status::ok);  // not expected but present: fine
+  snap.devices.push_back(snap.devices[0]);
+  EXPECT_EQ(area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.count").status, Status::warn);
+}
+
+TEST(EfaJudge, APortNotActiveDrainsNamingTheDevice) {
+  EfaSnapshot snap;
+  snap.devices = {{"rdmap0", {{"1", "ACTIVE", "", {}}}, ""}, {"rdmap16s27", {{"1", "DOWN", "", {}}}, ""}};
+  auto r = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.ports");
+  EXPECT_EQ(r.status, Status::fault);
+  EXPECT_EQ(r.code, "EFA-PORT-DOWN");
+  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.message, "rdmap16s27 port 1 is DOWN");
+  EXPECT_EQ(r.detail["ports"].size(), 2u);
+}
+
+TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {
+  EfaSnapshot snap;
+  snap.devices = {{"rdmap0", {{"1", "", "/sys/.../state: cannot open", {}}}, ""}};
+  auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_EQ(r.action, Action::none);
+}
+
+TEST(EfaJudge, CounterRiseAboveThresholdTakesTheConfiguredAction) {
+  EfaSnapshot snap;
+  snap.devices = {{"rdmap0", {{"1", "ACTIVE", "", {}}}, ""}};
+  auto c = config_expecting(1);
+  auto at = [&](std::uint64_t rise) { return area(judge_efa(snap, 1, c, {{"rdmap0", "1", "rdma_read_wr_err", 100, rise}}), "efa.counters"); };
+  EXPECT_EQ(at(5).status, Status::ok);  // at the threshold: still fine
+  auto over = at(6);
+  EXPECT_EQ(over.status, Status::fault);
+  EXPECT_EQ(over.code, "EFA-COUNTER-rdma_read_wr_err");
+  EXPECT_EQ(over.message, "rdmap0 port 1: rdma_read_wr_err rose by 6 within 60 s (threshold 5)");
+  c.counter_action = Action::warn;
+  EXPECT_EQ(at(6).status, Status::warn);
+  c.counter_action = Action::none;
+  EXPECT_EQ(at(6).status, Status::ok);
+}
+
+TEST(CounterWindow, RiseIsOverTheWindowAndAResetIsANewBaseline) {
+  CounterWindow w(60s);
+  const auto t0 = CounterWindow::Clock::time_point{} + 1h;
+  EXPECT_EQ(w.observe("k", 1000000, t0), 0u);  // the first sample is the baseline, however large
+  EXPECT_EQ(w.observe("k", 1000010, t0 + 10s), 10u);
+  EXPECT_EQ(w.observe("k", 1000030, t0 + 50s), 30u);
+  // 70 s on: the t0 sample has left the window, the 10 s one is the baseline now
+  EXPECT_EQ(w.observe("k", 1000040, t0 + 70s), 30u);
+  // the driver reloaded: the counter starts from 0 again; that is not a rise
+  EXPECT_EQ(w.observe("k", 3, t0 + 80s), 0u);
+  EXPECT_EQ(w.observe("k", 8, t0 + 90s), 5u);
+  // a quiet counter has no rise once the window has passed
+  EXPECT_EQ(w.observe("k", 8, t0 + 200s), 0u);
+  w.keep_only({});
+  EXPECT_EQ(w.size(), 0u);
+}
+
+TEST(EfaCheck, OnAFakeTreePortDownAndCountersAcrossADriverReload) {
+  ar::test::FakeTree t;
+  add_efa(t, "rdmap16s27");
+  add_efa(t, "rdmap32s27");
+  EfaCheck check(config_expecting(2), t.root());
+  const auto t0 = CounterWindow::Clock::time_point{} + 1h;
+  auto first = check.run_at(t0);
+  ASSERT_EQ(first.size(), 3u);
+  for (const auto& r : first) EXPECT_EQ(r.status, Status::ok) << r.check << ": " << r.message;
+
+  set_counter(t, "rdmap32s27", "rdma_read_wr_err", 50);
+  auto rising = area(check.run_at(t0 + 10s), "efa.counters");
+  EXPECT_EQ(rising.status, Status::fault);
+  EXPECT_EQ(rising.code, "EFA-COUNTER-rdma_read_wr_err");
+  EXPECT_NE(rising.message.find("rdmap32s27 port 1"), std::string::npos) << rising.message;
+
+  // driver reload: counters back near zero; no fault from the fall, and none after the window
+  set_counter(t, "rdmap32s27", "rdma_read_wr_err", 1);
+  set_counter(t, "rdmap32s27", "rx_drops", 0);
+  EXPECT_EQ(area(check.run_at(t0 + 80s), "efa.counters").status, Status::ok);
+
+  t.write(kIb + "rdmap16s27/ports/1/state", "1: DOWN\n");
+  auto down = area(check.run_at(t0 + 90s), "efa.ports");
+  EXPECT_EQ(down.code, "EFA-PORT-DOWN");
+  EXPECT_EQ(down.message, "rdmap16s27 port 1 is DOWN");
+
+  t.remove(kIb + "rdmap16s27");
+  auto gone = area(check.run_at(t0 + 100s), "efa.count");
+  EXPECT_EQ(gone.code, "EFA-COUNT");
+  EXPECT_EQ(gone.message, "1 of 2 EFA devices present");
+}

@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include "config/config.hpp"
+#include "config/profiles.hpp"
+#include "fake_tree.hpp"
+
+using namespace ar::healthd;
+
+TEST(Profiles, BuiltInTypesAreThereWithTheirCounts) {
+  auto p5 = resolve_profile("p5.48xlarge", "/nonexistent");
+  ASSERT_TRUE(p5) << p5.error();
+  EXPECT_EQ(p5->gpus, 8u);
+  EXPECT_EQ(p5->efa_devices, 32u);
+  EXPECT_EQ(p5->nvlinks_per_gpu, 18u);
+  EXPECT_EQ(resolve_profile("trn1.32xlarge", "/nonexistent")->neuron_devices, 16u);
+  EXPECT_EQ(resolve_profile("p5en.48xlarge", "/nonexistent")->efa_devices, 16u);
+  EXPECT_EQ(resolve_profile("g5.xlarge", "/nonexistent")->efa_devices, 0u);
+  for (const char* name : {"p4d.24xlarge", "p5e.48xlarge", "g5.48xlarge", "g6.12xlarge", "trn1n.32xlarge", "trn2.48xlarge",
+                           "inf2.48xlarge"})
+    EXPECT_TRUE(resolve_profile(name, "/nonexistent")) << name;
+  for (const auto& p : builtin_profiles()) EXPECT_FALSE(p.source.empty()) << p.name;
+}
+
+TEST(Profiles, UnknownAndAutoAreErrorsThatSaySo) {
+  auto x = resolve_profile("p9.mega", "/nonexistent");
+  ASSERT_FALSE(x);
+  EXPECT_NE(x.error().find("unknown instance type 'p9.mega'"), std::string::npos) << x.error();
+  auto a = resolve_profile("auto", "/nonexistent");
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().find("metadata"), std::string::npos) << a.error();
+}
+
+TEST(Profiles, AdminFilesAddAndOverride) {
+  ar::test::FakeTree t;
+  t.write("/profiles/ours.toml", R"(
+[profile."p5.48xlarge"]   # we attach 16 EFAs only
+gpus = 8
+efa_devices = 16
+cpus = 192
+memory_gib = 2048
+source = "our launch template"
+
+[profile."onprem-a100"]
+gpus = 8
+nvlinks_per_gpu = 12
+)");
+  t.write("/profiles/README", "not a profile file");
+  auto p5 = resolve_profile("p5.48xlarge", t.root() / "profiles");
+  ASSERT_TRUE(p5) << p5.error();
+  EXPECT_EQ(p5->efa_devices, 16u);
+  EXPECT_EQ(p5->source, "our launch template");
+  auto ours = resolve_profile("onprem-a100", t.root() / "profiles");
+  ASSERT_TRUE(ours) << ours.error();
+  EXPECT_EQ(ours->nvlinks_per_gpu, 12u);
+  EXPECT_EQ(ours->efa_devices, 0u);
+}
+
+TEST(Profiles, ABadProfileFileNamesFileLineAndKey) {
+  auto bad = parse_profiles("[profile.\"x\"]\ngpus = 8\nefa = 4\n", "/etc/healthd/profiles.d/x.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("/etc/healthd/profiles.d/x.toml:3:"), std::string::npos) << bad.error();
+  EXPECT_NE(bad.error().find("'efa'"), std::string::npos) << bad.error();
+  auto neg = parse_profiles("[profile.\"x\"]\ngpus = -1\n", "f.toml");
+  ASSERT_FALSE(neg);
+  EXPECT_NE(neg.error().find("f.toml:2:"), std::string::npos) << neg.error();
+  EXPECT_FALSE(parse_profiles("gpus = 8\n", "f.toml"));
+}
+
+TEST(Profiles, TheConfigsOwnCountsWinOverTheProfile) {
+  auto c = parse_config("[checks.efa]\nexpected_devices = 4\n", "f.toml");
+  ASSERT_TRUE(c) << c.error();
+  apply_profile(*c, *resolve_profile("p5.48xlarge", "/nonexistent"));
+  EXPECT_EQ(c->efa.expected_devices, 4u);       // explicit
+  EXPECT_EQ(c->neuron.expected_devices, 0u);    // from the profile
+  EXPECT_EQ(c->node.expected_cpus, 192u);
+  ASSERT_TRUE(c->node.min_memory_gib);
+  EXPECT_DOUBLE_EQ(*c->node.min_memory_gib, 2048 * 0.9);  // less the default 10 % slack
+}
