@@ -121,6 +121,16 @@ std::expected<void, std::string> ScontrolClient::cancel(std::uint32_t job_id) {
   return {};
 }
 
+std::expected<void, std::string> ScontrolClient::signal_job(std::uint32_t job_id, const std::string& signal) {
+  // Without --full (or --batch) scancel leaves the batch script out, and most jobs trap in it.
+  const std::string what = "scancel --signal=" + signal + " --full " + std::to_string(job_id);
+  auto r = run_process({sibling("scancel"), "--signal=" + signal, "--full", std::to_string(job_id)}, timeout_);
+  if (!r) return std::unexpected(r.error());
+  if (r->timed_out) return std::unexpected(what + ": Slurm did not answer");
+  if (r->exit_code != 0) return std::unexpected(what + ": " + r->err);
+  return {};
+}
+
 std::expected<NodeInfo, std::string> ScontrolClient::node(const std::string& name) {
   auto out = scontrol({"show", "node", name, "-o"});
   if (!out) return std::unexpected(out.error());
