@@ -7,7 +7,10 @@
 #include <systemd/sd-daemon.h>
 
 #include "actions/slurm_client.hpp"
+#include "checks/ec2_check.hpp"
 #include "checks/kernel_log_check.hpp"
+#include "checks/script_check.hpp"
+#include "checks/storage_check.hpp"
 #include "engine/engine.hpp"
 #include "engine/journal.hpp"
 #include "engine/responder.hpp"
@@ -35,6 +38,9 @@ void apply_overrides(Config& config, const Overrides& o) {
   config.socket = expand_node(config.socket, config.node_name);
   config.state_dir = expand_node(config.state_dir, config.node_name);
   config.host_root = expand_node(config.host_root, config.node_name);
+  config.ec2.endpoint = expand_node(config.ec2.endpoint, config.node_name).string();
+  for (auto& script : config.scripts)
+    for (auto& word : script.command) word = expand_node(word, config.node_name).string();
 }
 
 namespace {
@@ -141,6 +147,10 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
                                                   config.state_dir / "kernel_log.json");
     checks.push_back(kernel_log);
   }
+  if (!config.storage.mounts.empty())
+    checks.push_back(std::make_shared<StorageCheck>(config.storage, config.host_root, config.node_name));
+  if (config.ec2.enabled) checks.push_back(std::make_shared<Ec2Check>(config.ec2));
+  for (const auto& script : config.scripts) checks.push_back(std::make_shared<ScriptCheck>(script));
   Engine engine(checks, responder, config.policy.check_deadline);
   HealthService service(engine, timeline, registry);
   RequestHandler handler(info, registry, persist, &service);
@@ -187,6 +197,17 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     });
   };
 
+  // EC2 notices give minutes of warning: polled on their own, faster schedule than the sweeps.
+  asio::steady_timer ec2_timer(io);
+  std::function<void()> schedule_ec2 = [&] {
+    ec2_timer.expires_after(config.ec2.interval);
+    ec2_timer.async_wait([&](const asio::error_code& e) {
+      if (e) return;
+      engine.request_sweep("ec2 poll", running_jobs(registry));
+      schedule_ec2();
+    });
+  };
+
   asio::signal_set stop_signals(io, SIGTERM, SIGINT);
   stop_signals.async_wait([&](const asio::error_code& e, int sig) {
     if (e) return;
@@ -196,6 +217,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     prune_timer.cancel();
     sweep_timer.cancel();
     kmsg_timer.cancel();
+    ec2_timer.cancel();
     io.stop();
   });
 
@@ -229,6 +251,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   engine.start();
   schedule_sweep();
   if (kernel_log) schedule_kmsg();
+  if (config.ec2.enabled) schedule_ec2();
   sd_notify(0, "READY=1");
   io.run();
   engine.stop();
