@@ -49,8 +49,8 @@ class SlurmClient {
   virtual std::expected<void, std::string> release_hold(std::uint32_t job_id) = 0;  // starttime=now
   virtual std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) = 0;
   virtual std::expected<void, std::string> cancel(std::uint32_t job_id) = 0;
-  // Sends `signal` ("USR1") to the batch script, its children and every step of the job, so the job
-  // sees it wherever it traps it (scancel --signal=SIG --full).
+  // Sends `signal` ("USR1") once to every step's tasks and to the batch script, so the job sees it
+  // wherever it traps it (scancel --signal=SIG, then scancel --signal=SIG --batch).
   virtual std::expected<void, std::string> signal_job(std::uint32_t job_id, const std::string& signal) = 0;
 };
 

@@ -74,7 +74,7 @@ struct Ec2Config {
   std::chrono::seconds interval{5};
   std::chrono::milliseconds timeout{1000};          // one HTTP request
   Action action = Action::drain;
-  std::string checkpoint_signal = "USR1";           // sent with scancel --signal=... --full
+  std::string checkpoint_signal = "USR1";           // to every step, then the batch script (scancel)
   std::chrono::seconds checkpoint_grace{60};
 };
 

@@ -125,6 +125,18 @@ std::expected<void, std::string> Journal::retry_later(std::uint64_t id, const st
   return save();
 }
 
+std::expected<void, std::string> Journal::hasten(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count,
+                                                 WallTime by) {
+  bool changed = false;
+  for (auto& e : pending_)
+    if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count && e.next_try > by) {
+      e.next_try = by;
+      changed = true;
+    }
+  if (!changed) return {};
+  return save();
+}
+
 bool Journal::has_pending(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count) const {
   for (const auto& e : pending_)
     if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count) return true;

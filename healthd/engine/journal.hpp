@@ -63,6 +63,8 @@ class Journal {
 
   const std::vector<JournalEntry>& pending() const { return pending_; }
   bool has_pending(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count) const;
+  // A pending entry due later than `by` is made due at `by` (a fault that cannot wait for a grace).
+  std::expected<void, std::string> hasten(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count, WallTime by);
 
   // Requeues done, by (job, failed attempt): one requeue per attempt, whoever asks.
   bool requeued(std::uint32_t job_id, std::uint32_t restart_count) const {

@@ -67,9 +67,13 @@ void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, Wall
 }
 
 void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before) {
-  if (journal_.requeued(job.job_id, job.restart_count) ||
-      journal_.has_pending(ActionKind::requeue, job.job_id, job.restart_count))
+  if (journal_.requeued(job.job_id, job.restart_count)) return;
+  if (journal_.has_pending(ActionKind::requeue, job.job_id, job.restart_count)) {
+    // Waiting out a checkpoint grace, and now a fault that cannot wait: requeue sooner.
+    if (auto r = journal_.hasten(ActionKind::requeue, job.job_id, job.restart_count, not_before); !r)
+      spdlog::error("journal: {}", r.error());
     return;
+  }
   JournalEntry e;
   e.kind = ActionKind::requeue;
   e.node = node_;

@@ -104,6 +104,9 @@ EVENTS
   wait_until 30 grep -q "batch got USR1 in attempt 0" "$WORK/signalled"
   wait_until 10 grep -q "task 0 got USR1" "$WORK/signalled"
   wait_until 10 grep -q "task 1 got USR1" "$WORK/signalled"
+  sleep 1  # a doubled signal (srun forwarding it too) would show by now
+  [ "$(grep -c "task 0 got USR1" "$WORK/signalled")" = 1 ]
+  [ "$(grep -c "task 1 got USR1" "$WORK/signalled")" = 1 ]
   [ "$(job_restarts "$job")" = 0 ]
   # after the grace (3 s here): drained, requeued, and running again elsewhere
   wait_until 30 restarted "$job" 1

@@ -356,3 +356,14 @@ TEST(Responder, ACheckpointSignalIsNeitherLostNorRepeatedAcrossARestart) {
   third.run_due(f.now + 61s);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
 }
+
+TEST(Responder, AHardwareFaultDuringTheGraceDoesNotWaitForIt) {
+  Fixture f;
+  f.responder->on_sweep({notice(60s)}, {{7, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  f.now += 2s;
+  f.sweep(true);  // XID 79 on top of the notice
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus");
+}
