@@ -15,6 +15,9 @@
 #include "checks/neuron_check.hpp"
 #include "checks/node_check.hpp"
 #include "config/profiles.hpp"
+#include "checks/ec2_check.hpp"
+#include "checks/script_check.hpp"
+#include "checks/storage_check.hpp"
 #include "engine/engine.hpp"
 #include "engine/journal.hpp"
 #include "engine/responder.hpp"
@@ -42,6 +45,9 @@ void apply_overrides(Config& config, const Overrides& o) {
   config.socket = expand_node(config.socket, config.node_name);
   config.state_dir = expand_node(config.state_dir, config.node_name);
   config.host_root = expand_node(config.host_root, config.node_name);
+  config.ec2.endpoint = expand_node(config.ec2.endpoint, config.node_name).string();
+  for (auto& script : config.scripts)
+    for (auto& word : script.command) word = expand_node(word, config.node_name).string();
 }
 
 namespace {
@@ -184,6 +190,10 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   if (config.efa.enabled) checks.push_back(std::make_shared<EfaCheck>(config.efa, config.host_root));
   if (config.neuron.enabled) checks.push_back(std::make_shared<NeuronCheck>(config.neuron, config.host_root));
   if (config.node.enabled) checks.push_back(std::make_shared<NodeCheck>(config.node, config.host_root));
+  if (!config.storage.mounts.empty())
+    checks.push_back(std::make_shared<StorageCheck>(config.storage, config.host_root, config.node_name));
+  if (config.ec2.enabled) checks.push_back(std::make_shared<Ec2Check>(config.ec2));
+  for (const auto& script : config.scripts) checks.push_back(std::make_shared<ScriptCheck>(script));
   Engine engine(checks, responder, config.policy.check_deadline);
   HealthService service(engine, timeline, registry);
   RequestHandler handler(info, registry, persist, &service);
@@ -241,6 +251,16 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
         asio::post(io, [&engine, &registry] { engine.request_sweep("NVML XID event", running_jobs(registry)); });
     });
   }
+  // EC2 notices give minutes of warning: polled on their own, faster schedule than the sweeps.
+  asio::steady_timer ec2_timer(io);
+  std::function<void()> schedule_ec2 = [&] {
+    ec2_timer.expires_after(config.ec2.interval);
+    ec2_timer.async_wait([&](const asio::error_code& e) {
+      if (e) return;
+      engine.request_sweep("ec2 poll", running_jobs(registry));
+      schedule_ec2();
+    });
+  };
 
   asio::signal_set stop_signals(io, SIGTERM, SIGINT);
   stop_signals.async_wait([&](const asio::error_code& e, int sig) {
@@ -251,6 +271,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     prune_timer.cancel();
     sweep_timer.cancel();
     kmsg_timer.cancel();
+    ec2_timer.cancel();
     io.stop();
   });
 
@@ -285,6 +306,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   if (nvml_events) nvml_events->start();
   schedule_sweep();
   if (kernel_log) schedule_kmsg();
+  if (config.ec2.enabled) schedule_ec2();
   sd_notify(0, "READY=1");
   io.run();
   if (nvml_events) nvml_events->stop();

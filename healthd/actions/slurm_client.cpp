@@ -121,6 +121,25 @@ std::expected<void, std::string> ScontrolClient::cancel(std::uint32_t job_id) {
   return {};
 }
 
+std::expected<void, std::string> ScontrolClient::signal_job(std::uint32_t job_id, const std::string& signal) {
+  // Plain --signal reaches every step but not the batch script; --full would add the batch script
+  // and all its children, srun included, which forwards the signal to its tasks: they would get it
+  // twice. So the steps, then the batch shell alone (--batch): every process of the job sees it once.
+  for (const char* only_batch : {"", "--batch"}) {
+    std::vector<std::string> argv{sibling("scancel"), "--signal=" + signal};
+    if (*only_batch != '\0') argv.emplace_back(only_batch);
+    argv.push_back(std::to_string(job_id));
+    std::string what;
+    for (std::size_t i = 1; i < argv.size(); ++i) what += " " + argv[i];
+    what = "scancel" + what;
+    auto r = run_process(argv, timeout_);
+    if (!r) return std::unexpected(r.error());
+    if (r->timed_out) return std::unexpected(what + ": Slurm did not answer");
+    if (r->exit_code != 0) return std::unexpected(what + ": " + r->err);
+  }
+  return {};
+}
+
 std::expected<NodeInfo, std::string> ScontrolClient::node(const std::string& name) {
   auto out = scontrol({"show", "node", name, "-o"});
   if (!out) return std::unexpected(out.error());

@@ -49,6 +49,9 @@ class SlurmClient {
   virtual std::expected<void, std::string> release_hold(std::uint32_t job_id) = 0;  // starttime=now
   virtual std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) = 0;
   virtual std::expected<void, std::string> cancel(std::uint32_t job_id) = 0;
+  // Sends `signal` ("USR1") once to every step's tasks and to the batch script, so the job sees it
+  // wherever it traps it (scancel --signal=SIG, then scancel --signal=SIG --batch).
+  virtual std::expected<void, std::string> signal_job(std::uint32_t job_id, const std::string& signal) = 0;
 };
 
 // Parses `scontrol show ... -o` output (one record per line, Key=Value words; the value of Reason,
@@ -71,6 +74,7 @@ class ScontrolClient : public SlurmClient {
   std::expected<void, std::string> release_hold(std::uint32_t job_id) override;
   std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) override;
   std::expected<void, std::string> cancel(std::uint32_t job_id) override;
+  std::expected<void, std::string> signal_job(std::uint32_t job_id, const std::string& signal) override;
 
  private:
   std::expected<std::string, std::string> scontrol(const std::vector<std::string>& args);

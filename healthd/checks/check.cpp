@@ -31,7 +31,7 @@ std::string to_string(Status s) {
 }
 
 nlohmann::json CheckResult::to_json() const {
-  return {{"check", check},
+  nlohmann::json j = {{"check", check},
           {"status", to_string(status)},
           {"code", code},
           {"message", message},
@@ -39,6 +39,9 @@ nlohmann::json CheckResult::to_json() const {
           {"duration_ms", duration.count()},
           {"at_ms", std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count()},
           {"detail", detail}};
+  if (checkpoint_first)
+    j["checkpoint_first"] = {{"signal", checkpoint_first->signal}, {"grace_s", checkpoint_first->grace.count()}};
+  return j;
 }
 
 }  // namespace ar::healthd

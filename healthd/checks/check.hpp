@@ -26,6 +26,13 @@ enum class Status {
 
 std::string to_string(Status s);
 
+// A fault announced ahead of time (an EC2 maintenance event, a spot notice): before acting, ask the
+// auto-resume jobs on the node to checkpoint (send `signal`), and act only `grace` later.
+struct CheckpointFirst {
+  std::string signal = "USR1";  // as scancel --signal names it
+  std::chrono::seconds grace{0};
+};
+
 struct CheckResult {
   std::string check;       // the check's name, e.g. "kernel_log"
   Status status = Status::ok;
@@ -35,6 +42,7 @@ struct CheckResult {
   std::chrono::milliseconds duration{0};
   std::chrono::system_clock::time_point at;
   nlohmann::json detail = nlohmann::json::object();
+  std::optional<CheckpointFirst> checkpoint_first;  // fault only
 
   nlohmann::json to_json() const;
 };

@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -280,6 +281,113 @@ std::function<std::expected<std::uint64_t, std::string>(const toml::node&)> u64_
   };
 }
 
+std::expected<double, std::string> read_non_negative(const toml::node& n) {
+  double v = n.is_floating_point() ? *n.value<double>() : n.is_integer() ? static_cast<double>(*n.value<std::int64_t>()) : -1;
+  if (!(n.is_floating_point() || n.is_integer()) || v < 0) return std::unexpected(std::string("must be a number >= 0"));
+  return v;
+}
+
+
+// Signals a job may be asked to checkpoint with (scancel --signal names them without "SIG").
+std::expected<std::string, std::string> read_signal(const toml::node& n) {
+  static const std::vector<std::string> names = {"USR1", "USR2", "TERM", "INT", "HUP", "QUIT", "CONT", "URG", "ALRM"};
+  auto v = n.is_string() ? *n.value<std::string>() : "";
+  if (std::find(names.begin(), names.end(), v) == names.end())
+    return std::unexpected(std::string("must be one of USR1, USR2, TERM, INT, HUP, QUIT, CONT, URG, ALRM"));
+  return v;
+}
+
+std::expected<std::string, std::string> read_url(const toml::node& n) {
+  auto v = n.is_string() ? *n.value<std::string>() : "";
+  if (v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0)
+    return std::unexpected(std::string("must be an http:// or https:// URL"));
+  while (!v.empty() && v.back() == '/') v.pop_back();
+  return v;
+}
+
+// An array of tables ([[what]]): `key` reads one key into an item (false: unknown key), `finish`
+// checks a whole item. Errors name the file position, the key and the table.
+template <typename T>
+std::expected<std::vector<T>, std::string> read_table_array(
+    const toml::node& n, const std::string& what, const std::string& source, const std::string& known,
+    const std::function<std::expected<bool, std::string>(T&, const std::string&, const toml::node&)>& key,
+    const std::function<std::expected<void, std::string>(const T&)>& finish) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr || !arr->is_array_of_tables())
+    return std::unexpected(where(source, n.source()) + ": " + what + " must be an array of tables ([[" + what + "]])");
+  std::vector<T> items;
+  for (const auto& item : *arr) {
+    T t;
+    for (const auto& [k, v] : *item.as_table()) {
+      std::string name(k.str());
+      auto r = key(t, name, v);
+      if (!r) return std::unexpected(where(source, v.source()) + ": key '" + name + "' in [[" + what + "]] " + r.error());
+      if (!*r)
+        return std::unexpected(where(source, k.source()) + ": unknown key '" + name + "' in [[" + what + "]] (known: " +
+                               known + ")");
+    }
+    if (auto r = finish(t); !r) return std::unexpected(where(source, item.source()) + ": [[" + what + "]] " + r.error());
+    items.push_back(std::move(t));
+  }
+  return items;
+}
+
+// Assigns the value `read` gives, or passes its error on.
+template <typename T, typename R>
+std::expected<bool, std::string> assign(T& to, R read) {
+  if (!read) return std::unexpected(read.error());
+  to = *read;
+  return true;
+}
+
+std::expected<std::vector<StorageMountConfig>, std::string> read_mounts(const toml::node& n, const std::string& source) {
+  using std::chrono::seconds;
+  return read_table_array<StorageMountConfig>(
+      n, "checks.storage.mount", source,
+      "action, fstype, min_free_gib, min_free_inodes_percent, min_free_percent, path, probe",
+      [](StorageMountConfig& m, const std::string& k, const toml::node& v) -> std::expected<bool, std::string> {
+        if (k == "path") return assign(m.path, read_abs_path(v));
+        if (k == "fstype") return assign(m.fstype, read_string(v));
+        if (k == "min_free_gib") return assign(m.min_free_gib, read_non_negative(v));
+        if (k == "min_free_percent") return assign(m.min_free_percent, read_non_negative(v));
+        if (k == "min_free_inodes_percent") return assign(m.min_free_inodes_percent, read_non_negative(v));
+        if (k == "probe") return assign(m.probe, read_bool(v));
+        if (k == "action") return assign(m.action, read_action(v));
+        return false;
+      },
+      [](const StorageMountConfig& m) -> std::expected<void, std::string> {
+        if (m.path.empty()) return std::unexpected(std::string("needs a path"));
+        if (m.min_free_percent > 100 || m.min_free_inodes_percent > 100)
+          return std::unexpected(std::string("percentages must be between 0 and 100"));
+        return {};
+      });
+}
+
+std::expected<std::vector<ScriptConfig>, std::string> read_scripts(const toml::node& n, const std::string& source) {
+  using std::chrono::seconds;
+  return read_table_array<ScriptConfig>(
+      n, "checks.script", source, "action, command, interval_s, name, timeout_s",
+      [](ScriptConfig& s, const std::string& k, const toml::node& v) -> std::expected<bool, std::string> {
+        if (k == "name") return assign(s.name, read_string(v));
+        if (k == "timeout_s") return assign(s.timeout, duration_in<seconds>(1, 3600, "seconds")(v));
+        if (k == "interval_s") return assign(s.interval, duration_in<seconds>(1, 7 * 24 * 3600, "seconds")(v));
+        if (k == "action") return assign(s.action, read_action(v));
+        if (k == "command") {
+          const auto* a = v.as_array();
+          if (a == nullptr || a->empty() || !a->is_homogeneous(toml::node_type::string))
+            return std::unexpected(std::string("must be a non-empty array of strings (argv, no shell)"));
+          s.command.clear();
+          for (const auto& e : *a) s.command.push_back(*e.value<std::string>());
+          return true;
+        }
+        return false;
+      },
+      [](const ScriptConfig& s) -> std::expected<void, std::string> {
+        if (s.name.empty() || s.command.empty()) return std::unexpected(std::string("needs name and command"));
+        return {};
+      });
+}
+
 using Table = std::map<std::string, Reader>;
 
 const std::map<std::string, Table>& schema() {
@@ -394,6 +502,22 @@ const std::map<std::string, Table>& schema() {
            {"clock_action", nested<NodeConfig, Action>(&Config::node, &NodeConfig::clock_action, read_action)},
            {"required_processes", nested<NodeConfig, std::vector<std::string>>(&Config::node, &NodeConfig::required_processes, read_names)},
        }},
+      {"checks.storage",
+       {
+           {"interval_s", nested(&Config::storage, &StorageConfig::interval, duration_in<seconds>(1, 24 * 3600, "seconds"))},
+           {"probe_timeout_s", nested(&Config::storage, &StorageConfig::probe_timeout, duration_in<seconds>(1, 600, "seconds"))},
+           {"mount", nullptr},  // [[checks.storage.mount]], read separately like the kernel-log rules
+       }},
+      {"checks.ec2",
+       {
+           {"enabled", nested<Ec2Config, bool>(&Config::ec2, &Ec2Config::enabled, read_bool)},
+           {"endpoint", nested<Ec2Config, std::string>(&Config::ec2, &Ec2Config::endpoint, read_url)},
+           {"interval_s", nested(&Config::ec2, &Ec2Config::interval, duration_in<seconds>(1, 3600, "seconds"))},
+           {"timeout_ms", nested(&Config::ec2, &Ec2Config::timeout, duration_in<milliseconds>(10, 10000, "milliseconds"))},
+           {"action", nested<Ec2Config, Action>(&Config::ec2, &Ec2Config::action, read_action)},
+           {"checkpoint_signal", nested<Ec2Config, std::string>(&Config::ec2, &Ec2Config::checkpoint_signal, read_signal)},
+           {"checkpoint_grace_s", nested(&Config::ec2, &Ec2Config::checkpoint_grace, duration_in<seconds>(0, 3600, "seconds"))},
+       }},
   };
   return s;
 }
@@ -443,6 +567,12 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
       }
       return {};
     }
+    if (section == "checks.script") {  // an array of tables, not a table
+      auto scripts = read_scripts(section_node, source_name);
+      if (!scripts) return std::unexpected(scripts.error());
+      config.scripts = *scripts;
+      return {};
+    }
     auto known = schema().find(section);
     if (known == schema().end())
       return std::unexpected(where(source_name, section_key.source()) + ": unknown section [" + section + "]");
@@ -466,6 +596,12 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
                                                ? rules.error()
                                                : where(source_name, value.source()) + ": key 'xid' in [checks.gpu] " + rules.error());
         config.gpu.xid_rules = *rules;
+        continue;
+      }
+      if (section == "checks.storage" && name == "mount") {
+        auto mounts = read_mounts(value, source_name);
+        if (!mounts) return std::unexpected(mounts.error());
+        config.storage.mounts = *mounts;
         continue;
       }
       if (auto r = reader->second(value, config); !r)

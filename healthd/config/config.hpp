@@ -98,6 +98,45 @@ struct SlurmConfig {
   std::chrono::seconds timeout{10};      // one scontrol call; past it Slurm counts as not answering
 };
 
+// [[checks.storage.mount]]: a filesystem jobs need (the checkpoint directory), judged by its mount
+// entry, free space and inodes (statvfs) and, optionally, a probe write.
+struct StorageMountConfig {
+  std::filesystem::path path;            // the mount point, under the host root
+  std::string fstype;                    // expected type ("lustre", "nfs4"...); empty: any
+  double min_free_gib = 0;               // 0: not checked
+  double min_free_percent = 0;
+  double min_free_inodes_percent = 0;
+  bool probe = true;                     // write+fsync+unlink a small file, within probe_timeout
+  Action action = Action::drain;         // for every fault of this mount
+};
+
+struct StorageConfig {                   // [checks.storage]; enabled when a mount is listed
+  std::chrono::seconds interval{60};
+  std::chrono::seconds probe_timeout{10};  // statvfs+probe past it: the mount is "not answering"
+  std::vector<StorageMountConfig> mounts;
+};
+
+// [checks.ec2]: EC2 maintenance events and spot interruption notices through IMDSv2. A notice makes
+// healthd signal the auto-resume jobs here to checkpoint, then drain after checkpoint_grace.
+struct Ec2Config {
+  bool enabled = false;
+  std::string endpoint = "http://169.254.169.254";  // %n: the node name (tests)
+  std::chrono::seconds interval{5};
+  std::chrono::milliseconds timeout{1000};          // one HTTP request
+  Action action = Action::drain;
+  std::string checkpoint_signal = "USR1";           // to every step, then the batch script (scancel)
+  std::chrono::seconds checkpoint_grace{60};
+};
+
+// [[checks.script]]: an admin's check program. Exit 0 ok, 1 warn, 2 fault, anything else: broken.
+struct ScriptConfig {
+  std::string name;
+  std::vector<std::string> command;      // argv, no shell
+  std::chrono::seconds timeout{30};
+  std::chrono::seconds interval{300};
+  Action action = Action::drain;         // for exit 2
+};
+
 struct Config {
   // [daemon]
   std::string node_name;                               // Slurm node name; default: short host name
@@ -116,6 +155,9 @@ struct Config {
   EfaConfig efa;              // [checks.efa]
   NeuronConfig neuron;        // [checks.neuron]
   NodeConfig node;            // [checks.node]
+  StorageConfig storage;      // [checks.storage], [[checks.storage.mount]]
+  Ec2Config ec2;              // [checks.ec2]
+  std::vector<ScriptConfig> scripts;  // [[checks.script]]
 };
 
 // Reads and checks a config file. The error reads "<file>:<line>:<column>: <what>".

@@ -13,7 +13,7 @@ std::int64_t ms(WallTime t) {
 WallTime from_ms(std::int64_t v) { return WallTime(std::chrono::milliseconds(v)); }
 
 std::optional<ActionKind> parse_kind(const std::string& s) {
-  for (auto k : {ActionKind::drain, ActionKind::requeue, ActionKind::resume, ActionKind::comment})
+  for (auto k : {ActionKind::drain, ActionKind::requeue, ActionKind::resume, ActionKind::comment, ActionKind::signal})
     if (to_string(k) == s) return k;
   return std::nullopt;
 }
@@ -26,6 +26,7 @@ std::string to_string(ActionKind k) {
     case ActionKind::requeue: return "requeue";
     case ActionKind::resume: return "resume";
     case ActionKind::comment: return "comment";
+    case ActionKind::signal: return "signal";
   }
   return "?";
 }
@@ -42,10 +43,12 @@ std::expected<void, std::string> Journal::save() const {
   }
   nlohmann::json requeued = nlohmann::json::array();
   for (const auto& [job, restart] : requeued_) requeued.push_back({job, restart});
+  nlohmann::json signalled = nlohmann::json::array();
+  for (const auto& [job, restart] : signalled_) signalled.push_back({job, restart});
   nlohmann::json history = nlohmann::json::array();
   for (const auto& t : fault_history_) history.push_back(ms(t));
   nlohmann::json j = {{"version", 1}, {"next_id", next_id_}, {"pending", entries}, {"requeued", requeued},
-                      {"fault_history_ms", history}};
+                      {"fault_history_ms", history}, {"signalled", signalled}};
   if (own_drain_)
     j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", ms(own_drain_->at)},
                       {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
@@ -81,6 +84,9 @@ std::expected<void, std::string> Journal::load() {
     }
     requeued_.clear();
     for (const auto& r : j.at("requeued")) requeued_.insert({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
+    signalled_.clear();
+    if (j.contains("signalled"))
+      for (const auto& r : j.at("signalled")) signalled_.insert({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
     fault_history_.clear();
     for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(from_ms(t.get<std::int64_t>()));
     own_drain_.reset();
@@ -116,6 +122,18 @@ std::expected<void, std::string> Journal::retry_later(std::uint64_t id, const st
     auto delay = std::chrono::seconds(std::min<std::int64_t>(60, 2LL << std::min<std::uint32_t>(e.attempts - 1, 5)));
     e.next_try = now + delay;
   }
+  return save();
+}
+
+std::expected<void, std::string> Journal::hasten(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count,
+                                                 WallTime by) {
+  bool changed = false;
+  for (auto& e : pending_)
+    if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count && e.next_try > by) {
+      e.next_try = by;
+      changed = true;
+    }
+  if (!changed) return {};
   return save();
 }
 

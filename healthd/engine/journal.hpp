@@ -20,7 +20,7 @@ namespace ar::healthd {
 
 using WallTime = std::chrono::system_clock::time_point;
 
-enum class ActionKind { drain, requeue, resume, comment };
+enum class ActionKind { drain, requeue, resume, comment, signal };
 std::string to_string(ActionKind k);
 
 struct JournalEntry {
@@ -31,7 +31,7 @@ struct JournalEntry {
   std::uint32_t restart_count = 0;  // requeue: the attempt that failed; never requeue past it twice
   std::optional<std::uint32_t> cap; // requeue: the job's own cap on resumes, when the user set one
   std::string code;                 // fault code behind the action
-  std::string reason;               // drain reason / comment text
+  std::string reason;               // drain reason / comment text / signal name
   bool reboot = false;              // drain: the cure is a reboot (scontrol reboot ASAP), not only a drain
   WallTime created;
   std::uint32_t attempts = 0;
@@ -63,12 +63,19 @@ class Journal {
 
   const std::vector<JournalEntry>& pending() const { return pending_; }
   bool has_pending(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count) const;
+  // A pending entry due later than `by` is made due at `by` (a fault that cannot wait for a grace).
+  std::expected<void, std::string> hasten(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count, WallTime by);
 
   // Requeues done, by (job, failed attempt): one requeue per attempt, whoever asks.
   bool requeued(std::uint32_t job_id, std::uint32_t restart_count) const {
     return requeued_.count({job_id, restart_count}) > 0;
   }
   void mark_requeued(std::uint32_t job_id, std::uint32_t restart_count) { requeued_.insert({job_id, restart_count}); }
+  // Checkpoint signals sent, by (job, attempt): one per attempt, across restarts.
+  bool signalled(std::uint32_t job_id, std::uint32_t restart_count) const {
+    return signalled_.count({job_id, restart_count}) > 0;
+  }
+  void mark_signalled(std::uint32_t job_id, std::uint32_t restart_count) { signalled_.insert({job_id, restart_count}); }
 
   std::optional<OwnDrain>& own_drain() { return own_drain_; }
   std::vector<WallTime>& fault_history() { return fault_history_; }
@@ -78,6 +85,7 @@ class Journal {
   std::uint64_t next_id_ = 1;
   std::vector<JournalEntry> pending_;
   std::set<std::pair<std::uint32_t, std::uint32_t>> requeued_;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> signalled_;
   std::optional<OwnDrain> own_drain_;
   std::vector<WallTime> fault_history_;
 };

@@ -50,10 +50,30 @@ bool Responder::flapping(WallTime now) {
   return history.size() >= policy_.flap_max_faults;
 }
 
-void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now) {
-  if (journal_.requeued(job.job_id, job.restart_count) ||
-      journal_.has_pending(ActionKind::requeue, job.job_id, job.restart_count))
+void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now) {
+  if (journal_.signalled(job.job_id, job.restart_count) ||
+      journal_.has_pending(ActionKind::signal, job.job_id, job.restart_count))
     return;
+  JournalEntry e;
+  e.kind = ActionKind::signal;
+  e.node = node_;
+  e.job_id = job.job_id;
+  e.restart_count = job.restart_count;
+  e.code = fault.code;
+  e.reason = fault.checkpoint_first->signal;
+  e.created = now;
+  e.next_try = now;
+  journal(e);
+}
+
+void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before) {
+  if (journal_.requeued(job.job_id, job.restart_count)) return;
+  if (journal_.has_pending(ActionKind::requeue, job.job_id, job.restart_count)) {
+    // Waiting out a checkpoint grace, and now a fault that cannot wait: requeue sooner.
+    if (auto r = journal_.hasten(ActionKind::requeue, job.job_id, job.restart_count, not_before); !r)
+      spdlog::error("journal: {}", r.error());
+    return;
+  }
   JournalEntry e;
   e.kind = ActionKind::requeue;
   e.node = node_;
@@ -63,7 +83,7 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
   e.code = fault.code;
   e.reason = fault.message;
   e.created = now;
-  e.next_try = now;
+  e.next_try = not_before;
   journal(e);
 }
 
@@ -75,6 +95,8 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
     bool new_episode = !faulty_ || fault->code != fault_code_;
     faulty_ = true;
     fault_code_ = fault->code;
+    // A fault announced ahead of time: the jobs checkpoint first, drain and requeue wait for the grace.
+    const WallTime act_at = fault->checkpoint_first ? now + fault->checkpoint_first->grace : now;
     if (new_episode) {
       journal_.fault_history().push_back(now);
       bool held = flapping(now);
@@ -87,7 +109,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       // A node kept out for an admin is not rebooted back into service behind their back.
       drain.reboot = fault->action == Action::reboot && !held;
       drain.created = now;
-      drain.next_try = now;
+      drain.next_try = act_at;
       journal(drain);
     }
     std::vector<LocalJob> targets = jobs;
@@ -96,7 +118,8 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
         timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
       // Jobs without the flag are never requeued by us; the drain above still protects the next job.
-      if (job.auto_resume) queue_requeue(job, *fault, now);
+      if (job.auto_resume && fault->checkpoint_first) queue_signal(job, *fault, now);
+      if (job.auto_resume) queue_requeue(job, *fault, now, act_at);
     }
     return;
   }
@@ -111,7 +134,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       CheckResult app;
       app.code = "APP-FAILURE";
       app.message = what;
-      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes}, app, now);
+      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes}, app, now, now);
     } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
       timeline_.record(trigger->job_id, {now, node_, "no fault here", what + ": nothing to do on this node"});
     }
@@ -145,6 +168,7 @@ void Responder::run_due(WallTime now) {
       case ActionKind::drain: r = do_drain(e, now); break;
       case ActionKind::requeue: r = do_requeue(e, now); break;
       case ActionKind::resume: r = do_resume(e, now); break;
+      case ActionKind::signal: r = do_signal(e, now); break;
       case ActionKind::comment: {
         auto c = slurm_.set_comment(e.job_id, e.reason);
         r = c ? std::expected<bool, std::string>(true) : std::unexpected(c.error());
@@ -339,6 +363,24 @@ std::expected<bool, std::string> Responder::do_resume(const JournalEntry& e, Wal
   spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
   own.reset();
   (void)now;
+  return true;
+}
+
+std::expected<bool, std::string> Responder::do_signal(const JournalEntry& e, WallTime now) {
+  if (journal_.signalled(e.job_id, e.restart_count)) return true;
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (contains(job.error(), "Invalid job id")) return true;  // gone: nothing to checkpoint
+    return std::unexpected(job.error());
+  }
+  // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
+  if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
+  if (auto r = slurm_.signal_job(e.job_id, e.reason); !r) return std::unexpected(r.error());
+  // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
+  journal_.mark_signalled(e.job_id, e.restart_count);
+  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, e.reason, e.code, node_);
+  timeline_.record(e.job_id, {now, node_, "checkpoint signal",
+                              "SIG" + e.reason + " to the batch script and every step: " + e.code + " on " + node_});
   return true;
 }
 

@@ -3,6 +3,8 @@
 //   faulty node  -> drain it ("healthd: <code>: <message>") and requeue the auto-resume jobs on it,
 //                   once per failed attempt, then release Slurm's requeue hold so they start again in
 //                   seconds on healthy nodes;
+//   notice       -> a fault announced ahead of time (EC2 maintenance, spot): the auto-resume jobs are
+//                   signalled to checkpoint first; drain and requeue follow after the grace;
 //   healthy node -> a failed auto-resume step is the application's failure: nothing happens (unless
 //                   the admin's policy resumes on any failure); a node healthd drained itself comes
 //                   back after `recovery_passes` healthy sweeps, unless it keeps failing.
@@ -65,7 +67,8 @@ class Responder {
 
  private:
   void journal(JournalEntry e);
-  void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now);
+  void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
+  void queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now);
   bool flapping(WallTime now);
   std::string drain_reason(const CheckResult& fault, bool held) const;
 
@@ -73,6 +76,7 @@ class Responder {
   std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);
   void release_hold(std::uint32_t job_id);
 
   struct Followed {

@@ -34,6 +34,10 @@ for node in n1 n2 n3; do
   printf '{"devices": [{}, {}]}\n' >"$dir/host/$node/nvml.json"
   mkdir -p "$dir/host/$node/proc/sys/kernel/random"
   cat /proc/sys/kernel/random/uuid >"$dir/host/$node/proc/sys/kernel/random/boot_id"
+  # The checkpoint filesystem as the storage check sees it: a mount table entry and a directory.
+  mkdir -p "$dir/host/$node/proc" "$dir/host/$node/fsx" "$dir/host/$node/etc"
+  printf 'fsx@tcp:/fsx /fsx lustre rw,flock 0 0\n' >"$dir/host/$node/proc/mounts"
+  rm -f "$dir/host/$node/etc/admin-check"
 done
 rm -f "$dir/etc/healthd.toml"  # cluster.sh writes it from AR_HEALTHD_CONFIG only when missing
 exec "$(dirname "$0")/../cluster/cluster.sh" start "$dir"

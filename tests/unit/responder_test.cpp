@@ -70,6 +70,11 @@ class FakeSlurm : public SlurmClient {
     jobs[id].comment = c;
     return {};
   }
+  std::expected<void, std::string> signal_job(std::uint32_t id, const std::string& sig) override {
+    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
+    calls.push_back("signal " + std::to_string(id) + " " + sig);
+    return {};
+  }
   std::expected<void, std::string> cancel(std::uint32_t id) override {
     calls.push_back("cancel " + std::to_string(id));
     jobs[id].state = "CANCELLED";
@@ -292,4 +297,73 @@ TEST(Responder, ResumeOnAnyFailurePolicyRequeuesWithoutDrain) {
   f.responder->run_due(f.now);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
   EXPECT_EQ(f.slurm.count("drain n2"), 0);
+}
+
+namespace {
+CheckResult notice(std::chrono::seconds grace) {
+  CheckResult r;
+  r.check = "ec2";
+  r.status = Status::fault;
+  r.code = "EC2-SPOT-TERMINATE";
+  r.message = "ec2: spot instance-action terminate at 2027-01-05T18:02:00Z";
+  r.action = Action::drain;
+  r.checkpoint_first = CheckpointFirst{"USR1", grace};
+  return r;
+}
+}  // namespace
+
+TEST(Responder, ANoticeSignalsTheJobFirstAndDrainsAndRequeuesAfterTheGrace) {
+  Fixture f;
+  const std::vector<LocalJob> jobs = {{7, 0, true}, {8, 0, false}};
+  f.slurm.jobs[8] = JobInfo{8, "RUNNING", "", 0, "n2", ""};
+  f.responder->on_sweep({notice(30s)}, jobs, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  EXPECT_EQ(f.slurm.calls, (std::vector<std::string>{"signal 7 USR1"}));  // not the job without the flag
+  EXPECT_TRUE(f.timeline.has_event(7, "checkpoint signal"));
+  for (int i = 1; i < 30; ++i) {  // the grace: sweeps see the notice again, nothing more happens
+    f.responder->on_sweep({notice(30s)}, jobs, std::nullopt, f.now + std::chrono::seconds(i));
+    f.responder->run_due(f.now + std::chrono::seconds(i));
+  }
+  EXPECT_EQ(f.slurm.calls.size(), 1u);
+  f.responder->run_due(f.now + 30s);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 8"), 0);
+  EXPECT_EQ(f.slurm.count("signal 7 USR1"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: EC2-SPOT-TERMINATE: ec2: spot instance-action terminate at 2027-01-05T18:02:00Z");
+}
+
+TEST(Responder, ACheckpointSignalIsNeitherLostNorRepeatedAcrossARestart) {
+  Fixture f;
+  f.slurm.answering = false;  // decided and journalled, but Slurm does not answer
+  f.responder->on_sweep({notice(60s)}, {{7, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  EXPECT_EQ(f.slurm.count("signal 7 USR1"), 0);
+  // healthd restarts: the journal is read back, and the signal is sent once Slurm answers
+  f.slurm.answering = true;
+  Journal reloaded(f.dir / "journal.json");
+  ASSERT_TRUE(reloaded.load());
+  Responder again("n2", f.policy, f.slurm, reloaded, f.timeline);
+  again.run_due(f.now + 5s);
+  EXPECT_EQ(f.slurm.count("signal 7 USR1"), 1);
+  // and restarted once more, with the notice still up: not signalled twice
+  Journal third_journal(f.dir / "journal.json");
+  ASSERT_TRUE(third_journal.load());
+  Responder third("n2", f.policy, f.slurm, third_journal, f.timeline);
+  third.on_sweep({notice(60s)}, {{7, 0, true}}, std::nullopt, f.now + 6s);
+  third.run_due(f.now + 6s);
+  EXPECT_EQ(f.slurm.count("signal 7 USR1"), 1);
+  third.run_due(f.now + 61s);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+TEST(Responder, AHardwareFaultDuringTheGraceDoesNotWaitForIt) {
+  Fixture f;
+  f.responder->on_sweep({notice(60s)}, {{7, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  f.now += 2s;
+  f.sweep(true);  // XID 79 on top of the notice
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus");
 }
