@@ -7,6 +7,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "actions/slurm_client.hpp"
+#include "checks/dcgm_check.hpp"
 #include "checks/gpu_check.hpp"
 #include "checks/kernel_log_check.hpp"
 #include "checks/xid_check.hpp"
@@ -14,6 +15,7 @@
 #include "checks/efa_check.hpp"
 #include "checks/neuron_check.hpp"
 #include "checks/node_check.hpp"
+#include "collectors/imds_client.hpp"
 #include "config/profiles.hpp"
 #include "checks/ec2_check.hpp"
 #include "checks/script_check.hpp"
@@ -111,14 +113,24 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   Config config = *loaded;
   apply_overrides(config, overrides);
   set_log_level(config.log_level);
+  if (config.instance_type == "auto") {
+    // Detected from EC2 instance metadata (the same endpoint as the EC2 notices). Off EC2, or with
+    // IMDS down, the daemon checks without a profile rather than not start.
+    if (auto detected = fetch_instance_type(config.ec2.endpoint, std::chrono::seconds(2)); detected) {
+      spdlog::info("profile: instance type {} (from instance metadata at {})", *detected, config.ec2.endpoint);
+      config.instance_type = *detected;
+    } else {
+      spdlog::warn("profile: instance type not detected: {}; checking without a profile", detected.error());
+    }
+  }
   if (!config.instance_type.empty()) {
     // The profile fills the expected counts the config leaves unset; a named profile that does not
     // exist is a config error, "auto" without a way to detect the type is not.
     auto profile = resolve_profile(config.instance_type, config.profile_dir);
     if (profile) {
       apply_profile(config, *profile);
-      spdlog::info("profile {}: {} EFA, {} Neuron, {} CPUs expected ({})", profile->name, profile->efa_devices,
-                   profile->neuron_devices, profile->cpus, profile->source);
+      spdlog::info("profile {}: {} GPUs, {} EFA, {} Neuron, {} CPUs expected ({})", profile->name, profile->gpus,
+                   profile->efa_devices, profile->neuron_devices, profile->cpus, profile->source);
     } else if (config.instance_type == "auto") {
       spdlog::warn("healthd: profile: {}; checking without a profile", profile.error());
     } else {
@@ -144,8 +156,12 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
 
   DaemonInfo info{config.node_name,        kVersion, config.socket.string(), config.state_dir.string(),
                   config_file.string(), WallClock::now()};
-  auto persist = [&registry] {
+  // How many jobs run here, for checks that must wait for an idle node (the DCGM diagnostic); kept
+  // on the event loop, which owns the registry, read by the engine thread.
+  auto jobs_here = std::make_shared<std::atomic<std::size_t>>(running_jobs(registry).size());
+  auto persist = [&registry, jobs_here] {
     if (auto r = registry.save(); !r) spdlog::error("state: {}", r.error());
+    jobs_here->store(running_jobs(registry).size());
   };
   Journal journal(config.state_dir / "journal.json");
   if (auto r = journal.load(); !r) {
@@ -187,6 +203,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
         return xids->record(*e) ? KernelLogCheck::LineVerdict::new_fault : KernelLogCheck::LineVerdict::taken;
       });
   }
+  if (config.dcgm.enabled) checks.push_back(std::make_shared<DcgmCheck>(config.dcgm, jobs_here));
   if (config.efa.enabled) checks.push_back(std::make_shared<EfaCheck>(config.efa, config.host_root));
   if (config.neuron.enabled) checks.push_back(std::make_shared<NeuronCheck>(config.neuron, config.host_root));
   if (config.node.enabled) checks.push_back(std::make_shared<NodeCheck>(config.node, config.host_root));

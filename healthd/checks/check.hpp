@@ -64,6 +64,9 @@ class Check {
   // bounds it with a deadline. Never returns an empty vector.
   virtual std::vector<CheckResult> run() = 0;
   virtual CheckSchedule schedule() const { return {}; }
+  // Called before run() in a sweep an admin asked for (healthctl check --now): an expensive check
+  // that otherwise runs rarely runs now.
+  virtual void requested_on_demand() {}
 };
 
 }  // namespace ar::healthd

@@ -13,6 +13,10 @@ std::vector<KernelLogRule> default_kernel_log_rules() {
   return {
       {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, ""},
       {"NEURON-HW-ERR", R"(NEURON_HW_ERR=)", Action::drain, ""},
+      // The EFA driver (drivers/infiniband/hw/efa) when its device stops answering: admin commands
+      // timing out, or the device reporting a fatal error. Transient queue messages are not matched.
+      {"EFA-DRIVER-ERR", R"(\befa [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9]: .*(Admin command (timed out|failed)|[Dd]evice (is in an error state|reset)|[Ff]atal error))",
+       Action::drain, ""},
       {"FS-IO-ERR", R"((EXT4-fs error|XFS \([^)]*\): (metadata I/O error|Corruption)|Buffer I/O error on dev|LustreError: .*rc = -(5|110)\b))",
        Action::drain, ""},
   };

@@ -473,6 +473,15 @@ const std::map<std::string, Table>& schema() {
            // "xid" is read separately, like the kernel-log rules.
            {"xid", nullptr},
        }},
+      {"checks.dcgm",
+       {
+           {"enabled", nested<DcgmConfig, bool>(&Config::dcgm, &DcgmConfig::enabled, read_bool)},
+           {"dcgmi", nested<DcgmConfig, std::string>(&Config::dcgm, &DcgmConfig::dcgmi, read_string)},
+           {"level", nested(&Config::dcgm, &DcgmConfig::level, uint_in(1, 4))},
+           {"timeout_s", nested(&Config::dcgm, &DcgmConfig::timeout, duration_in<seconds>(10, 4 * 3600, "seconds"))},
+           {"interval_s", nested(&Config::dcgm, &DcgmConfig::interval, duration_in<seconds>(60, 30L * 24 * 3600, "seconds"))},
+           {"action", nested<DcgmConfig, Action>(&Config::dcgm, &DcgmConfig::action, read_action)},
+       }},
       {"checks.efa",
        {
            {"enabled", nested<EfaConfig, bool>(&Config::efa, &EfaConfig::enabled, read_bool)},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "checks/check.hpp"
+#include "checks/dcgm_check.hpp"
 #include "checks/gpu_judges.hpp"
 #include "checks/xid_policy.hpp"
 
@@ -152,6 +153,7 @@ struct Config {
   SlurmConfig slurm;          // [slurm]
   KernelLogConfig kernel_log; // [checks.kernel_log]
   GpuConfig gpu;              // [checks.gpu]
+  DcgmConfig dcgm;            // [checks.dcgm]
   EfaConfig efa;              // [checks.efa]
   NeuronConfig neuron;        // [checks.neuron]
   NodeConfig node;            // [checks.node]

@@ -140,6 +140,10 @@ std::expected<InstanceProfile, std::string> resolve_profile(const std::string& n
 
 void apply_profile(Config& config, const InstanceProfile& profile) {
   if (!config.efa.expected_devices) config.efa.expected_devices = profile.efa_devices;
+  // GPU counts: 0 in [checks.gpu] means "not set" (a GPU node never expects zero GPUs).
+  if (config.gpu.thresholds.expected_count == 0) config.gpu.thresholds.expected_count = profile.gpus;
+  if (config.gpu.thresholds.nvlink_expected_links == 0 && profile.gpus > 0)
+    config.gpu.thresholds.nvlink_expected_links = profile.nvlinks_per_gpu;
   if (!config.neuron.expected_devices) config.neuron.expected_devices = profile.neuron_devices;
   if (!config.node.expected_cpus && profile.cpus > 0) config.node.expected_cpus = profile.cpus;
   if (!config.node.min_memory_gib && profile.memory_gib > 0)

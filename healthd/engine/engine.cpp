@@ -112,6 +112,7 @@ std::vector<CheckResult> Engine::sweep(bool everything) {
     const auto every = c->schedule().every;
     const bool due = everything || st.last.empty() || every.count() == 0 || now - st.last_run >= every;
     if (due) {
+      if (everything) c->requested_on_demand();
       st.last = run_bounded(c, st);
       st.last_run = now;
     }

@@ -33,6 +33,10 @@ TEST(KernelLogMatcher, DefaultRulesNameTheCodeAndLeaveXidsToTheXidCheck) {
   EXPECT_EQ(m.match("mce: [Hardware Error]: CPU 3: Machine Check")->code, "KMSG-MCE");
   EXPECT_EQ(m.match("neuron: NEURON_HW_ERR=SRAM_UNCORRECTABLE")->code, "NEURON-HW-ERR");
   EXPECT_EQ(m.match("EXT4-fs error (device nvme1n1): ext4_find_entry")->code, "FS-IO-ERR");
+  EXPECT_EQ(m.match("LustreError: 1234:0:(client.c:1181:ptlrpc_import_delay_req()) @@@ IMP_CLOSED rc = -5")->code, "FS-IO-ERR");
+  EXPECT_EQ(m.match("XFS (nvme0n1): metadata I/O error in \"xfs_imap_to_bp\"")->code, "FS-IO-ERR");
+  EXPECT_EQ(m.match("efa 0000:10:1c.0: Admin command timed out (cmd 3)")->code, "EFA-DRIVER-ERR");
+  EXPECT_FALSE(m.match("efa 0000:10:1c.0: Setup irq:0x12 name:efa-mgmnt@pci:0000:10:1c.0"));
   EXPECT_FALSE(m.match("usb 1-1: new high-speed USB device"));
   EXPECT_FALSE(m.match("NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus."));
 }

@@ -76,3 +76,18 @@ TEST(Profiles, TheConfigsOwnCountsWinOverTheProfile) {
   ASSERT_TRUE(c->node.min_memory_gib);
   EXPECT_DOUBLE_EQ(*c->node.min_memory_gib, 2048 * 0.9);  // less the default 10 % slack
 }
+
+TEST(Profiles, TheProfileGivesTheGpuAndNvlinkCountsUnlessTheConfigDoes) {
+  auto c = parse_config("", "f.toml");
+  ASSERT_TRUE(c) << c.error();
+  apply_profile(*c, *resolve_profile("p5.48xlarge", "/nonexistent"));
+  EXPECT_EQ(c->gpu.thresholds.expected_count, 8u);
+  EXPECT_EQ(c->gpu.thresholds.nvlink_expected_links, 18u);
+  auto own = parse_config("[checks.gpu]\nexpected_count = 4\n", "f.toml");
+  ASSERT_TRUE(own) << own.error();
+  apply_profile(*own, *resolve_profile("p5.48xlarge", "/nonexistent"));
+  EXPECT_EQ(own->gpu.thresholds.expected_count, 4u);
+  auto trn = parse_config("", "f.toml");
+  apply_profile(*trn, *resolve_profile("trn1.32xlarge", "/nonexistent"));
+  EXPECT_EQ(trn->gpu.thresholds.expected_count, 0u);  // no GPUs: none expected
+}
