@@ -159,9 +159,25 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   // How many jobs run here, for checks that must wait for an idle node (the DCGM diagnostic); kept
   // on the event loop, which owns the registry, read by the engine thread.
   auto jobs_here = std::make_shared<std::atomic<std::size_t>>(running_jobs(registry).size());
-  auto persist = [&registry, jobs_here] {
+  asio::io_context io;
+  // The registry is written (whole, fsync'd) at most every 100 ms, not once per message: a burst of
+  // hundreds of steps starting at once must not queue the plugin's messages behind disk writes (the
+  // plugin waits for each reply, within its timeout). A crash loses at most the last 100 ms of step
+  // records; everything Slurm is asked to do goes through the journal, which is written at once.
+  asio::steady_timer registry_flush(io);
+  bool registry_dirty = false;
+  auto save_registry = [&registry, &registry_dirty] {
+    registry_dirty = false;
     if (auto r = registry.save(); !r) spdlog::error("state: {}", r.error());
+  };
+  auto persist = [&registry, &registry_dirty, &registry_flush, &save_registry, jobs_here] {
     jobs_here->store(running_jobs(registry).size());
+    if (registry_dirty) return;
+    registry_dirty = true;
+    registry_flush.expires_after(std::chrono::milliseconds(100));
+    registry_flush.async_wait([&save_registry](const asio::error_code& e) {
+      if (!e) save_registry();
+    });
   };
   Journal journal(config.state_dir / "journal.json");
   if (auto r = journal.load(); !r) {
@@ -215,7 +231,6 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   HealthService service(engine, timeline, registry);
   RequestHandler handler(info, registry, persist, &service);
 
-  asio::io_context io;
   SocketServer server(io, config.socket, handler);
   if (auto r = server.start(); !r) {
     spdlog::critical("healthd: {}", r.error());
@@ -328,7 +343,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   io.run();
   if (nvml_events) nvml_events->stop();
   engine.stop();
-  persist();
+  save_registry();  // whatever the last 100 ms changed
   spdlog::info("healthd stopped");
   return 0;
 }
