@@ -22,8 +22,9 @@ log_level = "warn"
 TOML
 trap healthd_stop EXIT
 
-steps=${BENCH_PROTO_STEPS:-200}
-[ "${BENCH_QUICK:-0}" = 1 ] && steps=20
+# steps per case, shared among its clients
+total=${BENCH_PROTO_STEPS:-800}
+[ "${BENCH_QUICK:-0}" = 1 ] && total=160
 # run_case NAME ARGS...: prints the program's summary and keeps its JSON in $work/NAME.json.
 # Each case gets a fresh daemon with an empty state directory: healthd rewrites its job registry on every
 # lifecycle message, so what earlier cases left there would weigh on the later ones.
@@ -45,7 +46,7 @@ bench_say "protocol: a healthd of its own on $work/healthd.sock, fresh for every
 declare -a cases=("1 1" "16 1" "64 8" "256 1")
 for c in "${cases[@]}"; do
   read -r clients tasks <<<"$c"
-  n=$((steps * 16 / clients))
+  n=$((total / clients))
   ((n >= 2)) || n=2
   echo "-- $clients clients, $tasks task(s) per step, $n steps each"
   run_case "ping-$clients-$tasks" --clients "$clients" --tasks "$tasks" --steps "$n" --job-base $((1000000 + clients * 1000)) --ping
