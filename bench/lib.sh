@@ -147,8 +147,9 @@ cluster_reset() {
   wait_for 60 bash -c '[ -z "$(squeue -h)" ]' || return 1
   for node in $AR_CLUSTER_NODES; do
     if ! wait_for 60 node_idle "$node"; then
+      sinfo -N -o '%N %T %E' >&2
       scontrol update nodename="$node" state=resume 2>/dev/null || true
-      wait_for 30 node_idle "$node" || return 1
+      wait_for 60 node_idle "$node" || { scontrol show node "$node" >&2; return 1; }
     fi
   done
 }
