@@ -109,7 +109,7 @@ if [ "$have_check_now" = 1 ]; then
 else
   control_ticks=$(cpu_of "$PROTO_BENCH" --socket "$HEALTHD_SOCK" --node bench --clients 1 --steps "$cpu_sweeps" --auto-resume 1 --wait-status 0 --job-base 600000 -q)
   sweep_ticks=$(cpu_of "$PROTO_BENCH" --socket "$HEALTHD_SOCK" --node bench --clients 1 --steps "$cpu_sweeps" --auto-resume 1 --wait-status 256 --job-base 600001 -q)
-  how="$cpu_sweeps failing auto-resume steps over the socket, less $cpu_sweeps succeeding ones"
+  how="$cpu_sweeps failing auto-resume steps over the socket, less $cpu_sweeps succeeding ones: an upper bound, it includes recording each failure in the job's timeline"
 fi
 cpu_ms=$(awk -v s="$sweep_ticks" -v c="$control_ticks" -v hz="$CLK_TCK" -v n="$cpu_sweeps" 'BEGIN { v = (s - c) * 1000 / hz / n; if (v < 0) v = 0; printf "%.2f", v }')
 

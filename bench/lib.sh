@@ -159,6 +159,6 @@ machine_info() {
   echo "- CPUs: $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
   echo "- memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
   echo "- kernel: $(uname -sr)"
-  echo "- Slurm: $(sinfo --version 2>/dev/null || echo 'not installed')"
+  echo "- Slurm: $(slurmd -V 2>/dev/null || echo 'not installed')"
   echo "- load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }

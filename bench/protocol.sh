@@ -5,7 +5,8 @@
 # connections (the cheapest request: what the socket and the event loop cost without the job registry).
 # The plugin's own limit is the other yardstick: it waits at most timeout_ms (200 ms) per message.
 #
-# usage: bench/protocol.sh [WORKDIR]      env: BENCH_QUICK=1 (short), BENCH_RESULTS (table rows)
+# usage: bench/protocol.sh [WORKDIR]      env: BENCH_PROTO_STEPS (steps per case, 800), BENCH_QUICK=1 (160),
+#                                             BENCH_RESULTS (table rows)
 # Must run as root (lifecycle messages are accepted from root only).
 set -euo pipefail
 # shellcheck source=bench/lib.sh

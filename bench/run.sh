@@ -24,7 +24,7 @@ source bench/lib.sh
 
 only=recovery,plugin,checks,footprint,protocol
 build=1 write=0 note="" prefix=/tmp/arb quick=0
-cmdline="bench/run.sh $*"
+cmdline="bench/run.sh${*:+ $(printf '%q ' "$@" | sed 's/ $//')}"
 while [ $# -gt 0 ]; do
   case $1 in
     --only) only=$2; shift ;;
