@@ -283,14 +283,22 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
         asio::post(io, [&engine, &registry] { engine.request_sweep("NVML XID event", running_jobs(registry)); });
     });
   }
-  // EC2 notices give minutes of warning: polled on their own, faster schedule than the sweeps.
-  asio::steady_timer ec2_timer(io);
-  std::function<void()> schedule_ec2 = [&] {
-    ec2_timer.expires_after(config.ec2.interval);
-    ec2_timer.async_wait([&](const asio::error_code& e) {
+  // Checks with a cadence of their own (EC2 notices give minutes of warning and are polled every few
+  // seconds; admin scripts and storage probes have their intervals) are run by poll sweeps, at the
+  // shortest such cadence; each poll runs only the ones that are due.
+  std::chrono::milliseconds poll_every{0};
+  for (const auto& c : checks) {
+    auto every = c->schedule().every;
+    if (every.count() > 0 && (poll_every.count() == 0 || every < poll_every)) poll_every = every;
+  }
+  if (poll_every.count() > 0) poll_every = std::max(poll_every, std::chrono::milliseconds(1000));
+  asio::steady_timer poll_timer(io);
+  std::function<void()> schedule_poll = [&] {
+    poll_timer.expires_after(poll_every);
+    poll_timer.async_wait([&](const asio::error_code& e) {
       if (e) return;
-      engine.request_sweep("ec2 poll", running_jobs(registry));
-      schedule_ec2();
+      engine.request_sweep("poll", running_jobs(registry), std::nullopt, false, true);
+      schedule_poll();
     });
   };
 
@@ -303,7 +311,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     prune_timer.cancel();
     sweep_timer.cancel();
     kmsg_timer.cancel();
-    ec2_timer.cancel();
+    poll_timer.cancel();
     io.stop();
   });
 
@@ -338,7 +346,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   if (nvml_events) nvml_events->start();
   schedule_sweep();
   if (kernel_log) schedule_kmsg();
-  if (config.ec2.enabled) schedule_ec2();
+  if (poll_every.count() > 0) schedule_poll();
   sd_notify(0, "READY=1");
   io.run();
   if (nvml_events) nvml_events->stop();

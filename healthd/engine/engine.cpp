@@ -25,16 +25,19 @@ void Engine::stop() {
 }
 
 std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger,
-                                    bool force) {
+                                    bool force, bool poll) {
   std::uint64_t seq = 0;
   {
     std::lock_guard lock(mutex_);
     seq = next_seq_++;
-    // Periodic sweeps need not pile up behind a slow one; every triggered or forced sweep is kept.
-    if (!trigger && !force && !requests_.empty() && !requests_.back().trigger && !requests_.back().force)
-      requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false, seq};
+    // Periodic (and poll) sweeps need not pile up behind a slow one; every triggered or forced sweep
+    // is kept.
+    const bool mergeable = !trigger && !force;
+    if (mergeable && !requests_.empty() && !requests_.back().trigger && !requests_.back().force &&
+        requests_.back().poll == poll)
+      requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false, seq, poll};
     else
-      requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force, seq});
+      requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force, seq, poll});
   }
   wake_.notify_all();
   return seq;
@@ -104,13 +107,14 @@ std::vector<CheckResult> Engine::run_bounded(const std::shared_ptr<Check>& check
   return results;
 }
 
-std::vector<CheckResult> Engine::sweep(bool everything) {
+std::vector<CheckResult> Engine::sweep(bool everything, bool poll) {
   std::vector<CheckResult> results;
   const auto now = std::chrono::steady_clock::now();
   for (const auto& c : checks_) {
     auto& st = state_[c->name()];
     const auto every = c->schedule().every;
-    const bool due = everything || st.last.empty() || every.count() == 0 || now - st.last_run >= every;
+    const bool due = everything || st.last.empty() ||
+                     (every.count() == 0 ? !poll : now - st.last_run >= every);
     if (due) {
       if (everything) c->requested_on_demand();
       st.last = run_bounded(c, st);
@@ -143,9 +147,9 @@ void Engine::loop() {
       if (request) {
         spdlog::debug("sweep: {}", request->why);
         const auto started = std::chrono::steady_clock::now();
-        auto results = sweep(request->force);
+        auto results = sweep(request->force, request->poll);
         const auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-        responder_.on_sweep(results, request->jobs, request->trigger, now);
+        responder_.on_sweep(results, request->jobs, request->trigger, now, !request->poll);
         nlohmann::json checks = nlohmann::json::array();
         for (const auto& r : results) checks.push_back(r.to_json());
         std::lock_guard lock(mutex_);

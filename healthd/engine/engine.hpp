@@ -32,8 +32,11 @@ class Engine {
   // Queues a sweep followed by the responder's judgement. A sweep runs the checks that are due (see
   // CheckSchedule) and reuses the others' last results; a triggered or forced sweep runs them all.
   // Returns the sweep's number; status() reports the number of the last sweep done as "sweep_seq".
+  // A poll sweep runs only the checks with a cadence of their own that are due (EC2 notices every few
+  // seconds, admin scripts, storage probes); it acts on faults but is not a healthy pass towards
+  // resuming a node, so polling fast does not shorten the way back.
   std::uint64_t request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt,
-                              bool force = false);
+                              bool force = false, bool poll = false);
 
   // New policy (SIGHUP): applied on the engine thread between two pieces of work.
   void reconfigure(const PolicyConfig& policy);
@@ -48,6 +51,7 @@ class Engine {
     std::optional<StepFailure> trigger;
     bool force = false;
     std::uint64_t seq = 0;
+    bool poll = false;
   };
 
   // What the engine remembers of one check between sweeps.
@@ -59,7 +63,7 @@ class Engine {
   };
 
   void loop();
-  std::vector<CheckResult> sweep(bool everything);
+  std::vector<CheckResult> sweep(bool everything, bool poll);
   std::vector<CheckResult> run_bounded(const std::shared_ptr<Check>& check, CheckState& state);
 
   std::vector<std::shared_ptr<Check>> checks_;

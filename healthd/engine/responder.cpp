@@ -88,7 +88,7 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
 }
 
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
-                         const std::optional<StepFailure>& trigger, WallTime now) {
+                         const std::optional<StepFailure>& trigger, WallTime now, bool full_pass) {
   auto fault = worst_fault(results);
   if (fault) {
     healthy_passes_ = 0;
@@ -141,7 +141,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   }
 
   auto& own = journal_.own_drain();
-  if (own && !own->held) {
+  if (own && !own->held && full_pass) {
     ++healthy_passes_;
     if (healthy_passes_ >= policy_.recovery_passes) {
       JournalEntry resume;

@@ -53,8 +53,10 @@ class Responder {
   void set_policy(const PolicyConfig& p) { policy_ = p; }
 
   // Judges the node after a sweep and journals what must be done. `jobs` are the jobs running here.
+  // `full_pass`: every check ran (or stood) in this sweep, so a healthy one counts towards resuming
+  // the node; a poll sweep acts on faults only.
   void on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
-                const std::optional<StepFailure>& trigger, WallTime now);
+                const std::optional<StepFailure>& trigger, WallTime now, bool full_pass = true);
 
   // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
   // leaves an entry pending for a later try, with backoff.

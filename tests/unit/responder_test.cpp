@@ -227,6 +227,24 @@ TEST(Responder, ANodeWaitingForItsRebootIsNotResumedByHealthd) {
   EXPECT_FALSE(f.journal.own_drain().has_value());
 }
 
+TEST(Responder, PollSweepsActOnFaultsButDoNotCountAsHealthyPasses) {
+  PolicyConfig p;
+  p.recovery_passes = 2;
+  Fixture f(p);
+  f.sweep(true);
+  CheckResult ok;
+  ok.check = "ec2";
+  for (int i = 0; i < 5; ++i) {
+    f.responder->on_sweep({ok}, {}, std::nullopt, f.now, /*full_pass=*/false);
+    f.responder->run_due(f.now);
+    f.now += 1s;
+  }
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  f.sweep(false);
+  f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
 TEST(Responder, RepeatedFaultsKeepTheNodeOutForAnAdmin) {
   PolicyConfig p;
   p.flap_max_faults = 2;
