@@ -1,6 +1,7 @@
 #include "format.hpp"
 
 #include <ctime>
+#include <algorithm>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -34,12 +35,15 @@ std::string format_status(const nlohmann::json& d) {
     out << "checks:       none run yet\n";
     return out.str();
   }
-  out << fmt::format("\n{:<14} {:<7} {:>8}  {}\n", "CHECK", "RESULT", "TIME", "DETAIL");
+  // The name column fits the longest check name ("gpu.temperature", "script:nightly-fsck").
+  std::size_t width = 14;
+  for (const auto& c : checks) width = std::max(width, c.value("check", std::string("?")).size());
+  out << fmt::format("\n{:<{}} {:<7} {:>8}  {}\n", "CHECK", width, "RESULT", "TIME", "DETAIL");
   for (const auto& c : checks) {
     std::string detail = c.value("code", std::string());
     if (!c.value("message", std::string()).empty()) detail += (detail.empty() ? "" : ": ") + c.value("message", std::string());
     if (c.value("action", std::string("none")) != "none") detail += " [" + c.value("action", std::string()) + "]";
-    out << fmt::format("{:<14} {:<7} {:>6}ms  {}\n", c.value("check", "?"), c.value("status", "?"), c.value("duration_ms", 0),
+    out << fmt::format("{:<{}} {:<7} {:>6}ms  {}\n", c.value("check", "?"), width, c.value("status", "?"), c.value("duration_ms", 0),
                        detail.empty() ? "-" : detail);
   }
   return out.str();
