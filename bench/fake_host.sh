@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
-# fake_host.sh DIR: a large fake node for the check-cost and footprint benchmarks, built at the hardware
-# boundary (files and a fake library), never through a mode inside healthd:
-#   DIR/host/var/log/kern.log                                   a busy kernel log (BENCH_KMSG_LINES, 20000)
-#   DIR/host/sys/class/infiniband/rdmapNs0/ports/1/...          32 EFA devices: state, rate, hw_counters
-#   DIR/host/sys/devices/virtual/neuron_device/neuronN/...      16 Neuron devices, 8 cores each, counters
-#   DIR/nvml-scenario.json                                      8 GPUs for the fake NVML library
-#   DIR/healthd.toml    host_root = DIR/host, and a section for every check this healthd accepts
-#   DIR/healthd.env     VAR=VALUE words for healthd's environment (the fake NVML library and scenario)
-#   DIR/areas.txt       one line per area: "AREA configured SECTION" or "AREA not-configured WHY"
-# The config sections are found by asking the daemon itself: each candidate is tried with a throwaway
-# healthd (a config it does not know makes it exit at once with the key named), so this script keeps
-# working while checks are being added. BENCH_EXTRA_TOML names a file appended to the config as is.
+# fake_host.sh DIR: a large, healthy fake node for the check-cost and footprint benchmarks, built at the
+# hardware boundary (files, a fake library, fake programs), never through a mode inside healthd:
+#   DIR/host/var/log/kern.log                             a busy kernel log (BENCH_KMSG_LINES, 20000), no fault
+#   DIR/host/sys/class/infiniband/rdmapNs0/...            32 EFA devices (vendor 0x1d0f, port 1 ACTIVE, hw_counters)
+#   DIR/host/sys/devices/virtual/neuron_device/neuronN    16 Neuron devices, 8 cores each, ECC counters at 0,
+#   DIR/host/dev/neuronN                                  and their device nodes
+#   DIR/host/sys/devices/system/cpu/online, proc/meminfo  192 CPUs, 2 TiB of memory (a p5.48xlarge)
+#   DIR/host/proc/N/comm                                  BENCH_PROCS (1000) processes, munged and slurmd among them
+#   DIR/host/proc/mounts, DIR/host/fsx                    the checkpoint filesystem (lustre) the storage check probes
+#   DIR/host/proc/sys/kernel/random/boot_id, dev/shm      as a booted node has them
+#   DIR/nvml-scenario.json                                8 healthy H100 GPUs for tests/fakes/libfake-nvml.so
+#   DIR/dcgmi                                             a dcgmi whose `diag -r 1 -j` passes every test
+#   DIR/admin-check.sh                                    an admin's [[checks.script]] that reports ok
+#   DIR/imds/                                             EC2 metadata for tests/fakes/imds_server.py: no event
+#   DIR/healthd.toml.in   the config, every [checks.*] section with the node's real counts; its EC2 endpoint
+#                         has @IMDS_PORT@, filled in by fake_node_start (bench/lib.sh) once the server listens
+#   DIR/healthd.env       VAR=VALUE words for healthd's environment (FAKE_NVML_SCENARIO)
+# BENCH_EXTRA_TOML names a file appended to the config as is. The config keys are those of
+# healthd/config/config.cpp; healthd refuses a config it does not know, and fake_node_start fails with
+# its message.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 dir=${1:?usage: fake_host.sh DIR}
+dir=$(cd "$dir" && pwd)
 need_built "$HEALTHD"
 GPUS=${BENCH_GPUS:-8} EFAS=${BENCH_EFAS:-32} NEURONS=${BENCH_NEURONS:-16} NEURON_CORES=8
+CPUS=${BENCH_CPUS:-192} MEM_GIB=${BENCH_MEM_GIB:-2048} PROCS=${BENCH_PROCS:-1000}
+fake_nvml=$BUILD/tests/fakes/libfake-nvml.so
+[ -e "$fake_nvml" ] || bench_die "$fake_nvml is missing: build the release preset (bench/run.sh does)"
 
-rm -rf "$dir/host" && mkdir -p "$dir/host/var/log"
+rm -rf "$dir/host" "$dir/imds" && mkdir -p "$dir/host/var/log"
 host=$dir/host
 
 # A busy kernel log: the benign traffic of a big node (none of it matches a fault rule).
@@ -27,7 +39,8 @@ awk -v n="${BENCH_KMSG_LINES:-20000}" 'BEGIN {
   for (i = 0; i < n; i++) printf "[%d.%06d] %s\n", 1000 + i / 100, (i * 7919) % 1000000, m[i % 8 + 1]
 }' >"$host/var/log/kern.log"
 
-# EFA: what /sys/class/infiniband/<dev> holds on a p5 (port state, rate, the hw_counters the checks read).
+# EFA: what /sys/class/infiniband/<dev> holds on a p5 (healthd/collectors/efa_sysfs.hpp): device/vendor
+# 0x1d0f marks an EFA device; port state; hw_counters, steady (healthd judges their rise).
 counters="alloc_pd_err alloc_ucontext_err cmds_err completed_cmds create_ah_err create_cq_err create_qp_err
 keep_alive_rcvd lifespan mmap_err reg_mr_err rx_bytes rx_drops rx_pkts tx_bytes tx_pkts rdma_read_bytes
 rdma_read_resp_bytes rdma_read_wr_err rdma_write_bytes rdma_write_recv_bytes rdma_write_wr_err retrans_bytes
@@ -44,15 +57,23 @@ for ((i = 0; i < EFAS; i++)); do
   for c in $counters; do echo $((i * 1000 + ${#c})) >"$d/ports/1/hw_counters/$c"; done
 done
 
-# Neuron: /sys/devices/virtual/neuron_device/neuronN with per-core status and hardware error counters.
+# Neuron (healthd/collectors/neuron_sysfs.hpp, driver >= 2.14): neuronN/stats/hardware/<counter>, one
+# number per file, all 0; per-core status counters (healthd does not read them); /dev/neuronN.
+# BENCH_NEURON_CORE_COUNTERS=1 adds the per-core copies of the hardware counters some drivers have
+# (neuron_coreM/stats/hardware/<counter>/total): 16 x 8 x 3 more counters in healthd's status.
+mkdir -p "$host/dev/shm"
 for ((i = 0; i < NEURONS; i++)); do
   d=$host/sys/devices/virtual/neuron_device/neuron$i
-  mkdir -p "$d"
+  mkdir -p "$d/stats/hardware"
+  : >"$host/dev/neuron$i"
   echo "$NEURON_CORES" >"$d/core_count"
   echo "$(((i + 1) % NEURONS)), $(((i + NEURONS - 1) % NEURONS))" >"$d/connected_devices"
+  for c in mem_ecc_uncorrected mem_ecc_repairable_uncorrected sram_ecc_uncorrected; do echo 0 >"$d/stats/hardware/$c"; done
   for ((c = 0; c < NEURON_CORES; c++)); do
-    for s in hardware/mem_ecc_corrected hardware/mem_ecc_uncorrected hardware/sram_ecc_uncorrected \
-      status/exec_hw_error status/exec_sw_error status/exec_timeout status/exec_bad_input; do
+    stats="status/exec_hw_error status/exec_sw_error status/exec_timeout status/exec_bad_input"
+    [ "${BENCH_NEURON_CORE_COUNTERS:-0}" = 1 ] &&
+      stats+=" hardware/mem_ecc_uncorrected hardware/mem_ecc_repairable_uncorrected hardware/sram_ecc_uncorrected"
+    for s in $stats; do
       mkdir -p "$d/neuron_core$c/stats/$s"
       echo 0 >"$d/neuron_core$c/stats/$s/total"
       echo 0 >"$d/neuron_core$c/stats/$s/present"
@@ -60,97 +81,118 @@ for ((i = 0; i < NEURONS; i++)); do
   done
 done
 
-# GPUs: the fake NVML library's scenario (tests/fakes/libfake-nvml.so reads FAKE_NVML_SCENARIO).
+# The node check (healthd/collectors/node_info.cpp): online CPUs, MemTotal, /dev/shm, /proc/*/comm.
+mkdir -p "$host/sys/devices/system/cpu" "$host/proc/sys/kernel/random"
+echo "0-$((CPUS - 1))" >"$host/sys/devices/system/cpu/online"
+printf 'MemTotal:       %d kB\nMemFree:        %d kB\n' $((MEM_GIB * 1024 * 1024 * 97 / 100)) $((MEM_GIB * 1024 * 1024 / 2)) >"$host/proc/meminfo"
+names=(kworker/0:1 systemd-journal sshd bash python3 nv-fabricmanager dcgm-exporter chronyd amazon-ssm-agen
+  slurmstepd rsyslogd containerd dockerd pt_main_thread)
+for ((p = 0; p < PROCS; p++)); do
+  mkdir -p "$host/proc/$((1000 + p))"
+  echo "${names[p % ${#names[@]}]}" >"$host/proc/$((1000 + p))/comm"
+done
+mkdir -p "$host/proc/101" "$host/proc/102"
+echo munged >"$host/proc/101/comm"
+echo slurmd >"$host/proc/102/comm"
+cat /proc/sys/kernel/random/uuid >"$host/proc/sys/kernel/random/boot_id"
+
+# The checkpoint filesystem as the storage check sees it: a mount table entry and a directory (probed).
+mkdir -p "$host/fsx"
+printf '/dev/nvme0n1p1 / ext4 rw,relatime 0 0\nproc /proc proc rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\nfsx@tcp:/fsx /fsx lustre rw,flock 0 0\n' >"$host/proc/mounts"
+
+# GPUs: the fake NVML library's scenario (tests/fakes/README.md): 8 healthy H100s, 18 NVLinks each.
 {
-  printf '{"driver_version": "550.90.07", "devices": ['
+  printf '{"driver_version": "570.86.15", "devices": ['
   for ((i = 0; i < GPUS; i++)); do
     ((i == 0)) || printf ','
     printf '\n  {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-bench-%04d", "bus_id": "00000000:%02x:00.0"}' "$i" $((0x18 + i * 0x10))
   done
   printf '\n]}\n'
-} >"${BENCH_NVML_SCENARIO_OUT:-$dir/nvml-scenario.json}"
+} >"$dir/nvml-scenario.json"
 [ -z "${BENCH_NVML_SCENARIO:-}" ] || cp "$BENCH_NVML_SCENARIO" "$dir/nvml-scenario.json"
+printf 'FAKE_NVML_SCENARIO=%s\n' "$dir/nvml-scenario.json" >"$dir/healthd.env"
 
-fake_nvml=""
-for f in "$BUILD/tests/fakes/libfake-nvml.so" "$REPO_ROOT/tests/fakes/libfake-nvml.so"; do
-  if [ -e "$f" ]; then fake_nvml=$f && break; fi
-done
-env_words=()
-if [ -n "$fake_nvml" ]; then
-  # Whatever name the collector dlopens, it finds the fake first.
-  mkdir -p "$dir/nvml-lib"
-  ln -sf "$fake_nvml" "$dir/nvml-lib/libnvidia-ml.so.1"
-  ln -sf "$fake_nvml" "$dir/nvml-lib/libnvidia-ml.so"
-  env_words+=("FAKE_NVML_SCENARIO=$dir/nvml-scenario.json" "LD_LIBRARY_PATH=$dir/nvml-lib")
+# DCGM: a dcgmi that answers `diag -r N -j` at once with every test passed (DCGM 4 layout). It stands
+# for healthd's side of the deep check (start dcgmi, read and judge its JSON); the real diagnostic
+# runs for minutes on the GPUs, on an idle node, once a day by default.
+{
+  echo '#!/bin/sh'
+  echo 'cat <<EOF'
+  printf '{"DCGM Diagnostic": {"version": "4.1.1", "tests": ['
+  t=0
+  for name in software memory pcie diagnostic targeted_power; do
+    ((t++ == 0)) || printf ','
+    printf '{"name": "%s", "results": [' "$name"
+    for ((i = 0; i < GPUS; i++)); do ((i == 0)) || printf ','; printf '{"entity_id": %d, "status": "Pass"}' "$i"; done
+    printf ']}'
+  done
+  printf ']}}\n'
+  echo 'EOF'
+} >"$dir/dcgmi"
+chmod +x "$dir/dcgmi"
+
+# An admin's own check ([[checks.script]]): exit 0 and one line, as the simplest such script does.
+printf '#!/bin/sh\necho "all good"\nexit 0\n' >"$dir/admin-check.sh"
+chmod +x "$dir/admin-check.sh"
+
+# EC2 instance metadata (IMDSv2, served by tests/fakes/imds_server.py): no scheduled event (EC2 answers
+# "[]"), no spot interruption (404).
+mkdir -p "$dir/imds/events/maintenance"
+echo '[]' >"$dir/imds/events/maintenance/scheduled"
+
+# The clock: judged when this machine's clock is synchronised; otherwise (containers often are not) the
+# node would warn, so the judgement is left off and the output says so.
+clock_action=warn
+if ! python3 -c 'import ctypes, sys; b = ctypes.create_string_buffer(512); s = ctypes.CDLL(None).adjtimex(b); sys.exit(0 if 0 <= s < 5 and not (int.from_bytes(b[40:44], "little") & 0x40) else 1)' 2>/dev/null; then
+  clock_action=none
 fi
-: >"$dir/healthd.env"
-for w in "${env_words[@]}"; do printf '%s\n' "$w" >>"$dir/healthd.env"; done
+echo "clock_action $clock_action" >"$dir/notes.txt"
 
-base() {
-  cat <<TOML
+cat >"$dir/healthd.toml.in" <<TOML
+# The large fake node of bench/fake_host.sh: every check configured, with the node's real counts.
 [daemon]
 host_root = "$host"
 log_level = "warn"
 
 [checks.kernel_log]
 path = "/var/log/kern.log"
+
+[checks.gpu]
+library = "$fake_nvml"
+expected_count = $GPUS
+nvlink_expected_links = 18
+
+[checks.dcgm]
+enabled = true
+dcgmi = "$dir/dcgmi"
+level = 1
+
+[checks.efa]
+expected_devices = $EFAS
+
+[checks.neuron]
+expected_devices = $NEURONS
+
+[checks.node]
+expected_cpus = $CPUS
+min_memory_gib = $((MEM_GIB * 9 / 10))
+clock_action = "$clock_action"
+required_processes = ["munged", "slurmd"]
+
+[checks.storage]
+[[checks.storage.mount]]
+path = "/fsx"
+fstype = "lustre"
+
+[checks.ec2]
+enabled = true
+endpoint = "http://127.0.0.1:@IMDS_PORT@"
+
+[[checks.script]]
+name = "admin"
+command = ["$dir/admin-check.sh"]
 TOML
-}
-
-# accepts TOML: true when this healthd starts with the base config plus TOML (it exits with status 2
-# at once on a config it does not accept).
-probe=$dir/probe
-accepts() {
-  rm -rf "$probe" && mkdir -p "$probe/state"
-  { base; printf '\n%s\n' "$1"; } >"$probe/healthd.toml"
-  env ${env_words[@]+"${env_words[@]}"} "$HEALTHD" --config "$probe/healthd.toml" --node probe --socket "$probe/s.sock" \
-    --state-dir "$probe/state" </dev/null >"$probe/log" 2>&1 &
-  local pid=$! i
-  for ((i = 0; i < 100; i++)); do
-    [ -S "$probe/s.sock" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [ -S "$probe/s.sock" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    return 0
-  fi
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  return 1
-}
-
-# Candidates per area, tried in order; the first one healthd accepts is used.
-config_extra=""
-: >"$dir/areas.txt"
-try_area() {
-  local area=$1 cand
-  shift
-  for cand in "$@"; do
-    if accepts "$config_extra"$'\n'"$cand"; then
-      config_extra+=$'\n'"$cand"$'\n'
-      echo "$area configured $(head -n1 <<<"$cand")" >>"$dir/areas.txt"
-      return 0
-    fi
-  done
-  echo "$area not-configured this healthd accepts none of: $(printf '%s; ' "$@" | tr '\n' ' ')" >>"$dir/areas.txt"
-}
-echo "kernel_log configured [checks.kernel_log]" >>"$dir/areas.txt"
-if [ -n "$fake_nvml" ]; then
-  try_area gpu "[checks.gpu]"$'\n'"library = \"$fake_nvml\"" "[checks.gpu]"$'\n'"nvml_library = \"$fake_nvml\"" \
-    "[checks.gpu]" "[checks.nvml]"$'\n'"library = \"$fake_nvml\"" "[checks.nvml]"
-else
-  echo "gpu not-configured no fake NVML library (tests/fakes/libfake-nvml.so) in this build" >>"$dir/areas.txt"
-fi
-try_area efa "[checks.efa]"
-try_area neuron "[checks.neuron]"
-rm -rf "$probe"
-
-{
-  base
-  printf '%s\n' "$config_extra"
-  [ -z "${BENCH_EXTRA_TOML:-}" ] || cat "$BENCH_EXTRA_TOML"
-} >"$dir/healthd.toml"
-echo "fake host: $GPUS GPUs (scenario), $EFAS EFA devices, $NEURONS Neuron devices, $(wc -l <"$host/var/log/kern.log") kernel-log lines under $host"
-sed 's/^/  area: /' "$dir/areas.txt"
+[ -z "${BENCH_EXTRA_TOML:-}" ] || cat "$BENCH_EXTRA_TOML" >>"$dir/healthd.toml.in"
+echo "fake host: $GPUS GPUs (fake NVML), $EFAS EFA devices, $NEURONS Neuron devices, $CPUS CPUs, $PROCS processes," \
+  "$(wc -l <"$host/var/log/kern.log") kernel-log lines, /fsx (lustre), DCGM, EC2 metadata, an admin script; under $dir" \
+  "$([ "$clock_action" = none ] && echo "(this machine's clock is not synchronised: node.clock not judged)")"

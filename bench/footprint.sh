@@ -20,11 +20,11 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then idle_s=10 load_s=5; fi
 bench_say "footprint: healthd on the fake node in $work (default intervals)"
 rm -rf "$work" && mkdir -p "$work"
 "$BENCH_DIR/fake_host.sh" "$work"
-mapfile -t env_words <"$work/healthd.env"
-# The fake node's config without its interval settings: the daemon's defaults (check_interval_s 30,
-# kernel-log poll every 250 ms).
-trap healthd_stop EXIT
-healthd_start "$work" bench "$work/healthd.toml" ${env_words[@]+"${env_words[@]}"} || bench_die "healthd did not start (see $work/healthd.log)"
+# The fake node's config sets no interval: the daemon's defaults (check_interval_s 30, kernel-log poll
+# every 250 ms, EC2 metadata every 5 s, the storage probe every 60 s, the admin script every 300 s, the
+# DCGM diagnostic once a day on an idle node).
+trap fake_node_stop EXIT
+fake_node_start "$work"
 pid=$HEALTHD_PID
 sleep 2  # start-up and the first sweep are not idle time
 
@@ -71,7 +71,7 @@ echo "  RSS 2 s after the load: $after_rss MiB"
 TIMEFORMAT='%3R %3U %3S'
 : >"$work/shell_cpu"
 for i in 1 2 3 4 5; do
-  { time "$BENCH_DIR/healthcheck_program.sh" "$work/host" "$work/nvml-scenario.json" >/dev/null; } 2>"$work/time.out" || true
+  { time "$BENCH_DIR/healthcheck_program.sh" "$work" "$IMDS_ENDPOINT" >/dev/null; } 2>"$work/time.out" || true
   read -r _ u s <"$work/time.out"
   echo "$u + $s" | bc -l >>"$work/shell_cpu"
 done
@@ -79,7 +79,7 @@ shell_cpu_s=$(stat_median <"$work/shell_cpu")
 shell_share=$(awk -v c="$shell_cpu_s" 'BEGIN { printf "%.3f", c / 30 * 100 }')
 shell_rss="-"
 if [ -x /usr/bin/time ]; then
-  shell_rss="$(/usr/bin/time -f '%M' "$BENCH_DIR/healthcheck_program.sh" "$work/host" "$work/nvml-scenario.json" 2>&1 >/dev/null | tail -n1 |
+  shell_rss="$(/usr/bin/time -f '%M' "$BENCH_DIR/healthcheck_program.sh" "$work" "$IMDS_ENDPOINT" 2>&1 >/dev/null | tail -n1 |
     awk '{ printf "%.1f", $1 / 1024 }') MiB peak (one process of the script)"
 fi
 

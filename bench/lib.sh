@@ -106,6 +106,49 @@ healthd_stop() {
   HEALTHD_PID=
 }
 
+# ---- the large fake node of bench/fake_host.sh, with its EC2 metadata server ------------------------
+
+# fake_node_start DIR: after `fake_host.sh DIR`, starts the fake EC2 metadata server
+# (tests/fakes/imds_server.py, sets IMDS_PID and IMDS_ENDPOINT), writes DIR/healthd.toml with its port
+# and starts healthd on it (HEALTHD_PID, HEALTHD_SOCK). Dies with healthd's own message when healthd
+# refuses the config or exits. fake_node_stop stops both.
+fake_node_start() {
+  local dir=$1 i port env_words
+  rm -f "$dir/imds.port"
+  python3 "$REPO_ROOT/tests/fakes/imds_server.py" "$dir/imds" --port-file "$dir/imds.port" </dev/null >"$dir/imds.log" 2>&1 &
+  IMDS_PID=$!
+  for ((i = 0; i < 200; i++)); do
+    [ -s "$dir/imds.port" ] && break
+    kill -0 "$IMDS_PID" 2>/dev/null || { cat "$dir/imds.log" >&2; bench_die "the fake EC2 metadata server did not start"; }
+    sleep 0.05
+  done
+  port=$(cat "$dir/imds.port" 2>/dev/null) || bench_die "the fake EC2 metadata server gave no port within 10 s"
+  IMDS_ENDPOINT=http://127.0.0.1:$port
+  sed "s/@IMDS_PORT@/$port/g" "$dir/healthd.toml.in" >"$dir/healthd.toml"
+  mapfile -t env_words <"$dir/healthd.env"
+  if ! healthd_start "$dir" bench "$dir/healthd.toml" ${env_words[@]+"${env_words[@]}"}; then
+    bench_die "healthd refused the fake node's config $dir/healthd.toml or did not start (its log is above, all of it in $dir/healthd.log)"
+  fi
+}
+fake_node_stop() {
+  healthd_stop
+  if [ -n "${IMDS_PID:-}" ]; then
+    kill -TERM "$IMDS_PID" 2>/dev/null || true
+    wait "$IMDS_PID" 2>/dev/null || true
+    IMDS_PID=
+  fi
+}
+
+# proc_child_ticks PID: cutime + cstime (fields 16 and 17): the CPU of PID's children it has waited for.
+proc_child_ticks() {
+  local line rest
+  local -a f
+  read -r line <"/proc/$1/stat" || return 1
+  rest=${line##*) }
+  read -r -a f <<<"$rest"
+  echo $((f[13] + f[14]))
+}
+
 # ---- the local Slurm cluster (tests/cluster/cluster.sh) -------------------------------------------
 
 job_field() { scontrol show job "$1" -o 2>/dev/null | grep -o " $2=[^ ]*" | cut -d= -f2; }

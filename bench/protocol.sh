@@ -27,8 +27,8 @@ trap healthd_stop EXIT
 total=${BENCH_PROTO_STEPS:-800}
 [ "${BENCH_QUICK:-0}" = 1 ] && total=160
 # run_case NAME ARGS...: prints the program's summary and keeps its JSON in $work/NAME.json.
-# Each case gets a fresh daemon with an empty state directory: healthd rewrites its job registry on every
-# lifecycle message, so what earlier cases left there would weigh on the later ones.
+# Each case gets a fresh daemon with an empty state directory, so the cases do not depend on each other:
+# the job registry healthd writes (whole, at most every 100 ms) grows with the steps earlier cases left.
 run_case() {
   local name=$1
   shift

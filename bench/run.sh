@@ -7,10 +7,10 @@
 #   --runs N             recovery runs per variant (default 5)
 #   --baseline-runs N    plain-requeue baseline runs, ~2 min each (default 1; 0 skips it)
 #   --plugin-rounds N    plugin-cost rounds (default 3), --plugin-reps N runs per setup per round (default 10)
-#   --sweeps N           check-cost sweeps (default 40)
+#   --sweeps N           check-cost forced sweeps, healthctl check --now (default 200)
 #   --idle-s N           footprint idle window in seconds (default 60), --load-s N under load (default 20)
 #   --quick              a short smoke run: 2 recovery runs, no baseline requeue, 1 plugin round of 3,
-#                        8 sweeps, 10 s idle, 5 s load, fewer protocol steps
+#                        40 sweeps, 10 s idle, 5 s load, fewer protocol steps
 #   --no-build           use the build as it is (AR_BENCH_BUILD, default build/release)
 #   --dir PREFIX         work directories PREFIX-rec, -plug, -checks, -foot, -proto (default /tmp/arb)
 #   --write-results      write bench/RESULTS.md from this run (the command, the machine, the table)
@@ -54,7 +54,7 @@ fi
 if [ "$build" = 1 ]; then
   bench_say "building the release preset"
   if [ ! -e "$BUILD/CMakeCache.txt" ]; then cmake --preset release >/dev/null || bench_die "cmake --preset release failed"; fi
-  nice -n 5 cmake --build --preset release --target auto_resume healthd healthctl ar_bench_protocol ||
+  nice -n 5 cmake --build --preset release --target auto_resume healthd healthctl ar_bench_protocol fake_nvml ||
     bench_die "the build failed"
 fi
 
