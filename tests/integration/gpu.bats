@@ -40,10 +40,10 @@ teardown() {
 }
 
 # A 2-node auto-resume job whose first attempt hangs (a training step stuck on a dead GPU does not
-# exit) and whose second finishes.
+# exit) and whose second finishes after 3 s (long enough to be seen running again).
 submit_hung_job() {
   submit -N2 -o "$WORK/job.out" --open-mode=append --auto-resume=1 --wrap "
-    srun -N2 --ntasks-per-node=1 bash -c 'if [ \"\${AUTO_RESUME_ATTEMPT:-1}\" -gt 1 ]; then echo resumed-on-\$SLURMD_NODENAME; exit 0; fi; sleep 600'"
+    srun -N2 --ntasks-per-node=1 bash -c 'if [ \"\${AUTO_RESUME_ATTEMPT:-1}\" -gt 1 ]; then echo resumed-on-\$SLURMD_NODENAME; sleep 3; exit 0; fi; sleep 600'"
 }
 
 @test "XID 79 from NVML under a hung auto-resume job: reboot through Slurm, one requeue, running again, node back after its reboot" {
