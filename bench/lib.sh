@@ -180,7 +180,20 @@ cluster_up() {
   # shellcheck disable=SC1091
   source "$1/env.sh"
 }
-cluster_down() { "$CLUSTER_SH" stop "$1" >/dev/null 2>&1 || true; }
+# cluster.sh stop has been seen to leave one node's slurmd and healthd running (a slurmd busy with a
+# requeued job's clean-up); a second stop kills what is left, and a third attempt is only reported.
+cluster_down() {
+  local try pidfile left
+  for try in 1 2 3; do
+    "$CLUSTER_SH" stop "$1" >"$1.stop.log" 2>&1 || true
+    left=""
+    for pidfile in "$1"/run/*.pid; do
+      [ -e "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && left+=" $(basename "$pidfile" .pid)"
+    done
+    [ -z "$left" ] && return 0
+    bench_log "bench: after 'cluster.sh stop $1' still running:$left (try $try)"
+  done
+}
 
 # cluster_reset: no jobs left, every node idle (healthd returns its own drains by itself).
 cluster_reset() {
