@@ -99,7 +99,9 @@ control_ticks=$(($(proc_ticks "$HEALTHD_PID") - t0_ticks))
 cpu_ms=$(awk -v s="$sweep_ticks" -v c="$control_ticks" -v hz="$CLK_TCK" -v n="$sweeps" 'BEGIN { v = (s - c) * 1000 / hz / n; if (v < 0) v = 0; printf "%.2f", v }')
 child_ms=$(awk -v s="$child_ticks" -v hz="$CLK_TCK" -v n="$sweeps" 'BEGIN { printf "%.2f", s * 1000 / hz / n }')
 
-summary $(for ((i = 0; i < sweeps; i++)); do echo "$work/sweeps/$i.json"; done) >"$work/summary"
+files=()
+for ((i = 0; i < sweeps; i++)); do files+=("$work/sweeps/$i.json"); done
+summary "${files[@]}" >"$work/summary"
 cut -f1 "$work/summary" >"$work/sweep_ms"
 unhealthy=$(cut -f3 "$work/summary" | grep -c 'BAD' || true)
 for c in $check_names; do
