@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include <malloc.h>
+
 #include <asio.hpp>
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
@@ -245,6 +247,9 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     prune_timer.async_wait([&](const asio::error_code& e) {
       if (e) return;
       if (registry.prune(WallClock::now(), config.ended_job_retention) > 0) persist();
+      // After a burst (hundreds of steps at once) glibc keeps the freed heap; give it back, so the
+      // daemon's footprint returns to its idle size.
+      ::malloc_trim(0);
       schedule_prune();
     });
   };

@@ -95,8 +95,11 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
     bool new_episode = !faulty_ || fault->code != fault_code_;
     faulty_ = true;
     fault_code_ = fault->code;
-    // A fault announced ahead of time: the jobs checkpoint first, drain and requeue wait for the grace.
+    // A fault announced ahead of time (EC2 maintenance, spot): the jobs are signalled to checkpoint,
+    // the node is drained at once (no new job lands on a node about to go), and the jobs are requeued
+    // when the grace is over.
     const WallTime act_at = fault->checkpoint_first ? now + fault->checkpoint_first->grace : now;
+    std::optional<JournalEntry> drain_entry;
     if (new_episode) {
       journal_.fault_history().push_back(now);
       bool held = flapping(now);
@@ -109,8 +112,9 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       // A node kept out for an admin is not rebooted back into service behind their back.
       drain.reboot = fault->action == Action::reboot && !held;
       drain.created = now;
-      drain.next_try = act_at;
-      journal(drain);
+      drain.next_try = now;
+      drain_entry = drain;
+      if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
     }
     std::vector<LocalJob> targets = jobs;
     if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes});
@@ -121,6 +125,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       if (job.auto_resume && fault->checkpoint_first) queue_signal(job, *fault, now);
       if (job.auto_resume) queue_requeue(job, *fault, now, act_at);
     }
+    if (drain_entry && fault->checkpoint_first) journal(*drain_entry);
     return;
   }
 

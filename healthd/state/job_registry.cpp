@@ -92,13 +92,28 @@ void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point 
 }
 
 void JobRegistry::task_exited(const proto::TaskExit& m, WallClock::time_point now) {
-  step_for(m.job_id, m.step_id, now).task_exits.push_back({m.task_rank, m.wait_status, now});
+  auto& exits = step_for(m.job_id, m.step_id, now).task_exits;
+  // A step of thousands of tasks: the failures are what matter, so successes past the cap are not kept.
+  if (exits.size() < kMaxTaskExitsPerStep || m.wait_status != 0) exits.push_back({m.task_rank, m.wait_status, now});
 }
 
 void JobRegistry::step_ended(const proto::StepEnd& m, WallClock::time_point now) {
   auto& step = step_for(m.job_id, m.step_id, now);
   step.running = false;
   step.ended_at = now;
+  // A job running step after step for weeks would otherwise grow the registry (and every write of
+  // it) without end: only the newest ended steps are kept, running ones always.
+  auto& steps = jobs_.at(m.job_id).steps;
+  std::size_t ended = 0;
+  for (const auto& [key, s] : steps) ended += s.running ? 0 : 1;
+  for (auto it = steps.begin(); ended > kMaxEndedStepsPerJob && it != steps.end();) {
+    if (!it->second.running && it->second.step_id < proto::kFirstSpecialStepId) {
+      it = steps.erase(it);
+      --ended;
+    } else {
+      ++it;
+    }
+  }
 }
 
 std::size_t JobRegistry::prune(WallClock::time_point now, std::chrono::seconds retention) {

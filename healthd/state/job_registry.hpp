@@ -56,6 +56,10 @@ struct JobRecord {
 // Decoded task exit status, for people: "exit 3", "signal 9 (Killed)".
 std::string describe_wait_status(int wait_status);
 
+// Bounds on what one job keeps: a job may run steps for weeks, a step may have thousands of tasks.
+inline constexpr std::size_t kMaxEndedStepsPerJob = 64;
+inline constexpr std::size_t kMaxTaskExitsPerStep = 1024;
+
 class JobRegistry {
  public:
   // `state_file` is where the registry persists; nothing is read until load().

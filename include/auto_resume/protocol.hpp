@@ -23,12 +23,16 @@ namespace ar::proto {
 
 inline constexpr int kVersion = 1;
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
+// Replies are not bound by the request limit: the status of a large node (every check's per-device
+// detail: 32 EFA devices, 16 Neuron devices, 8 GPUs) runs past 64 KiB. Clients accept this much.
+inline constexpr std::size_t kMaxReplyBytes = 16 * 1024 * 1024;
 
 // Slurm's pseudo step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT, ...), kept here so that the
 // daemon side need not include slurm.h to print them.
 inline constexpr std::uint32_t kBatchStep = 0xfffffffb;
 inline constexpr std::uint32_t kExternStep = 0xfffffffc;
 inline constexpr std::uint32_t kInteractiveStep = 0xfffffffa;
+inline constexpr std::uint32_t kFirstSpecialStepId = 0xfffffff0;  // ids from here on are pseudo steps
 
 inline std::string step_name(std::uint32_t step_id) {
   switch (step_id) {

@@ -90,7 +90,7 @@ class UnixClient {
         buffer_.erase(0, nl + 1);
         return line;
       }
-      if (buffer_.size() > proto::kMaxMessageBytes) return std::unexpected(std::string("reply exceeds the size limit"));
+      if (buffer_.size() > proto::kMaxReplyBytes) return std::unexpected(std::string("reply exceeds the size limit"));
       char chunk[4096];
       ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
       if (n > 0) {

@@ -124,3 +124,34 @@ TEST(WaitStatus, Describes) {
   EXPECT_EQ(describe_wait_status(0), "exit 0");
   EXPECT_EQ(describe_wait_status(9).rfind("signal 9", 0), 0u);
 }
+
+TEST(JobRegistry, KeepsOnlyTheNewestEndedStepsOfAJobAndEveryRunningOne) {
+  ar::test::TempDir dir;
+  JobRegistry r(dir / "jobs.json");
+  const auto now = WallClock::now();
+  r.step_started({9, ar::proto::kBatchStep, "n1", 0, true, 0}, now);
+  r.step_started({9, 0, "n1", 0, true, 0}, now);  // a long-running step, still running at the end
+  for (std::uint32_t s = 1; s <= 200; ++s) {
+    r.step_started({9, s, "n1", 0, true, 0}, now);
+    r.step_ended({9, s, "n1"}, now);
+  }
+  const auto& steps = r.jobs().at(9).steps;
+  EXPECT_EQ(steps.size(), kMaxEndedStepsPerJob + 2);  // the newest ended ones, step 0 and the batch step
+  EXPECT_TRUE(steps.count({0, 0}));
+  EXPECT_TRUE(steps.count({0, ar::proto::kBatchStep}));
+  EXPECT_TRUE(steps.count({0, 200}));
+  EXPECT_FALSE(steps.count({0, 1}));
+  EXPECT_TRUE(r.jobs().at(9).auto_resume());
+}
+
+TEST(JobRegistry, AHugeStepKeepsItsFailuresPastTheTaskCap) {
+  ar::test::TempDir dir;
+  JobRegistry r(dir / "jobs.json");
+  const auto now = WallClock::now();
+  r.step_started({9, 0, "n1", 0, true, 0}, now);
+  for (std::uint32_t t = 0; t < 3000; ++t) r.task_exited({9, 0, "n1", t, 0}, now);
+  r.task_exited({9, 0, "n1", 3000, 9}, now);
+  const auto& exits = r.jobs().at(9).steps.at({0, 0}).task_exits;
+  EXPECT_EQ(exits.size(), kMaxTaskExitsPerStep + 1);
+  EXPECT_EQ(exits.back().wait_status, 9);
+}

@@ -330,19 +330,20 @@ CheckResult notice(std::chrono::seconds grace) {
 }
 }  // namespace
 
-TEST(Responder, ANoticeSignalsTheJobFirstAndDrainsAndRequeuesAfterTheGrace) {
+TEST(Responder, ANoticeSignalsTheJobThenDrainsAndRequeuesAfterTheGrace) {
   Fixture f;
   const std::vector<LocalJob> jobs = {{7, 0, true}, {8, 0, false}};
   f.slurm.jobs[8] = JobInfo{8, "RUNNING", "", 0, "n2", ""};
   f.responder->on_sweep({notice(30s)}, jobs, std::nullopt, f.now);
   f.responder->run_due(f.now);
-  EXPECT_EQ(f.slurm.calls, (std::vector<std::string>{"signal 7 USR1"}));  // not the job without the flag
+  // The job checkpoints (not the job without the flag), then no new job may land on the node.
+  EXPECT_EQ(f.slurm.calls, (std::vector<std::string>{"signal 7 USR1", "drain n2"}));
   EXPECT_TRUE(f.timeline.has_event(7, "checkpoint signal"));
   for (int i = 1; i < 30; ++i) {  // the grace: sweeps see the notice again, nothing more happens
     f.responder->on_sweep({notice(30s)}, jobs, std::nullopt, f.now + std::chrono::seconds(i));
     f.responder->run_due(f.now + std::chrono::seconds(i));
   }
-  EXPECT_EQ(f.slurm.calls.size(), 1u);
+  EXPECT_EQ(f.slurm.calls.size(), 2u);
   f.responder->run_due(f.now + 30s);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
