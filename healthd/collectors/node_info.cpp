@@ -76,13 +76,44 @@ std::expected<std::set<std::string>, std::string> read_process_names(const std::
   return names;
 }
 
-NodeSnapshot read_node_info(const std::filesystem::path& host_root, bool with_clock) {
+std::expected<std::set<std::string>, std::string> ProcessFinder::find(const std::filesystem::path& host_root,
+                                                                      const std::vector<std::string>& wanted) {
+  const auto proc = under_root(host_root, "/proc");
+  std::set<std::string> want;
+  for (const auto& w : wanted) want.insert(w.substr(0, 15));
+  std::set<std::string> found;
+  for (const auto& name : want) {
+    auto it = pid_of_.find(name);
+    if (it == pid_of_.end()) continue;
+    if (auto comm = read_trimmed(proc / it->second / "comm"); comm && *comm == name) found.insert(name);
+  }
+  if (found.size() == want.size()) return found;
+  // Something moved (restarted, or never seen): one walk, remembering where each wanted name runs.
+  std::error_code ec;
+  bool any_pid = false;
+  found.clear();
+  for (std::filesystem::directory_iterator it(proc, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto pid = it->path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    any_pid = true;
+    auto comm = read_trimmed(it->path() / "comm");
+    if (!comm || !want.contains(*comm)) continue;
+    found.insert(*comm);
+    pid_of_[*comm] = pid;
+  }
+  if (ec) return std::unexpected(proc.string() + ": " + ec.message());
+  if (!any_pid) return std::unexpected(proc.string() + ": no process listed (is /proc mounted there?)");
+  return found;
+}
+
+NodeSnapshot read_node_info(const std::filesystem::path& host_root, bool with_clock, ProcessFinder* finder,
+                            const std::vector<std::string>& wanted) {
   NodeSnapshot s;
   s.cpus_online = read_online_cpus(host_root);
   s.mem_total_kib = read_mem_total_kib(host_root);
   s.shm_bytes = read_fs_size(under_root(host_root, "/dev/shm"));
   if (with_clock) s.clock = read_clock_state();
-  s.processes = read_process_names(host_root);
+  s.processes = finder ? finder->find(host_root, wanted) : read_process_names(host_root);
   return s;
 }
 

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace ar::healthd {
 
@@ -33,7 +35,22 @@ std::expected<std::uint64_t, std::string> read_fs_size(const std::filesystem::pa
 std::expected<ClockState, std::string> read_clock_state();
 std::expected<std::set<std::string>, std::string> read_process_names(const std::filesystem::path& host_root);
 
-// Everything at once; the clock only when `with_clock`.
-NodeSnapshot read_node_info(const std::filesystem::path& host_root, bool with_clock);
+// Finds named processes (by /proc/<pid>/comm) and remembers where: the next look is one file read per
+// name, not a walk of every process (a busy node has thousands; the walk was most of a sweep's time).
+// Walks again only when a remembered process is gone.
+class ProcessFinder {
+ public:
+  // The names (at most 15 characters, as the kernel keeps them) of `wanted` that run now.
+  std::expected<std::set<std::string>, std::string> find(const std::filesystem::path& host_root,
+                                                         const std::vector<std::string>& wanted);
+
+ private:
+  std::map<std::string, std::string> pid_of_;  // comm -> pid directory name where last seen
+};
+
+// Everything at once; the clock only when `with_clock`; the processes (all their names) only without
+// a finder, else just the `wanted` ones through it.
+NodeSnapshot read_node_info(const std::filesystem::path& host_root, bool with_clock, ProcessFinder* finder = nullptr,
+                            const std::vector<std::string>& wanted = {});
 
 }  // namespace ar::healthd

@@ -129,3 +129,22 @@ TEST(NodeJudge, AMissingDaemonDrainsByName) {
   EXPECT_EQ(area(rs, "node.process.slurmd").status, Status::ok);
   EXPECT_EQ(area(rs, "node.process.a-very-long-daemon-name").status, Status::ok);
 }
+
+TEST(ProcessFinder, RemembersWhereAProcessRunsAndLooksAgainWhenItMoved) {
+  ar::test::FakeTree t;
+  t.write("/proc/1/comm", "systemd\n");
+  t.write("/proc/42/comm", "munged\n");
+  t.write("/proc/77/comm", "slurmd\n");
+  ProcessFinder finder;
+  const std::vector<std::string> wanted = {"munged", "slurmd"};
+  EXPECT_EQ(finder.find(t.root(), wanted).value(), (std::set<std::string>{"munged", "slurmd"}));
+  // Restarted under another pid: the remembered one is gone, so the next look walks again.
+  t.remove("/proc/77");
+  t.write("/proc/900/comm", "slurmd\n");
+  EXPECT_EQ(finder.find(t.root(), wanted).value(), (std::set<std::string>{"munged", "slurmd"}));
+  // A reused pid running something else is not taken for the remembered process.
+  t.write("/proc/42/comm", "bash\n");
+  EXPECT_EQ(finder.find(t.root(), wanted).value(), (std::set<std::string>{"slurmd"}));
+  t.remove("/proc");
+  EXPECT_FALSE(finder.find(t.root(), wanted));
+}
