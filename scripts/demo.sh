@@ -2,8 +2,9 @@
 # The README's main command: sets up this machine, builds, starts a real three-node Slurm cluster
 # (munge, slurmctld, slurmd n1..n3, one healthd per node) under a temp directory, runs an auto-resume
 # training job, makes a GPU fall off the bus under it (an XID 79 line in that node's kernel log), and
-# shows what happened: the drain, the requeue, the job running again on healthy nodes from its last
-# checkpoint, the timeline, and the seconds it took next to what a plain Slurm requeue costs.
+# shows what happened: the drain (a reboot through Slurm: XID 79 is cured by one), the requeue, the job
+# running again on healthy nodes from its last checkpoint, the node back after its (simulated) reboot,
+# the timeline, and the seconds it took next to what a plain Slurm requeue costs.
 # Needs root (it starts munge and Slurm daemons). Leaves the cluster running for you to explore;
 # `tests/cluster/cluster.sh stop DIR` stops it. AR_DEMO_BASELINE=0 skips the plain-requeue baseline.
 set -euo pipefail
@@ -47,6 +48,9 @@ check_interval_s = 2
 path = "/var/log/kern.log"
 poll_interval_ms = 100
 hold_s = 60
+# A demo node's "host" holds only its kernel log; on a real node this check reads /proc and /sys.
+[checks.node]
+enabled = false
 TOML
 export AR_PLUGIN=$build/plugin/auto_resume.so AR_HEALTHD=$build/healthd/healthd AR_HEALTHD_CONFIG=$dir/healthd.toml
 tests/cluster/cluster.sh start "$dir"
@@ -73,8 +77,11 @@ t1=$(date +%s.%N)
 recovered=$(printf "%.2f" "$(echo "$t1 - $t0" | bc)")
 echo "job $job is RUNNING again on $(squeue -h -j "$job" -o %N) (attempt 2), $recovered s after the fault"
 sinfo -R
+echo "$victim: $(scontrol show node "$victim" -o | grep -o 'State=[^ ]*') (XID 79 is cured by a reboot: Slurm reboots it once idle)"
 
-say "waiting for the training to finish"
+say "waiting for the training to finish, and for $victim to come back from its reboot"
+wait_for 120 bash -c "sinfo -h -n $victim -o %T | grep -qx idle"
+echo "$victim is back: $(sinfo -h -n "$victim" -o %T) ($(tail -1 "$dir/log/fake-reboot-$victim.log" 2>/dev/null))"
 wait_for 120 finished "$job"
 echo "job $job ended: $(state_of "$job"), restarts: $(restarts_of "$job")"
 grep '^train: \(attempt\|done\)' "$dir/demo-$job.out" || true
