@@ -77,7 +77,7 @@ t1=$(date +%s.%N)
 recovered=$(printf "%.2f" "$(echo "$t1 - $t0" | bc)")
 echo "job $job is RUNNING again on $(squeue -h -j "$job" -o %N) (attempt 2), $recovered s after the fault"
 sinfo -R
-echo "$victim: $(scontrol show node "$victim" -o | grep -o 'State=[^ ]*') (XID 79 is cured by a reboot: Slurm reboots it once idle)"
+echo "$victim:$(scontrol show node "$victim" -o | grep -o ' State=[^ ]*') (XID 79 is cured by a reboot: Slurm reboots it once idle)"
 
 say "waiting for the training to finish, and for $victim to come back from its reboot"
 wait_for 120 bash -c "sinfo -h -n $victim -o %T | grep -qx idle"
