@@ -1,5 +1,6 @@
 #include "daemon.hpp"
 
+#include <algorithm>
 #include <csignal>
 
 #include <malloc.h>
@@ -164,19 +165,25 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   asio::io_context io;
   // The registry is written (whole, fsync'd) at most every 100 ms, not once per message: a burst of
   // hundreds of steps starting at once must not queue the plugin's messages behind disk writes (the
-  // plugin waits for each reply, within its timeout). A crash loses at most the last 100 ms of step
-  // records; everything Slurm is asked to do goes through the journal, which is written at once.
+  // plugin waits for each reply, within its timeout). When a write itself takes long (a big registry
+  // under sustained load), the next waits ten times as long, so writing never takes more than about a
+  // tenth of the event loop. A crash loses at most that much of the step records; everything Slurm is
+  // asked to do goes through the journal, which is written at once.
   asio::steady_timer registry_flush(io);
   bool registry_dirty = false;
-  auto save_registry = [&registry, &registry_dirty] {
+  auto flush_delay = std::chrono::milliseconds(100);
+  auto save_registry = [&registry, &registry_dirty, &flush_delay, jobs_here] {
     registry_dirty = false;
+    const auto t0 = std::chrono::steady_clock::now();
     if (auto r = registry.save(); !r) spdlog::error("state: {}", r.error());
-  };
-  auto persist = [&registry, &registry_dirty, &registry_flush, &save_registry, jobs_here] {
     jobs_here->store(running_jobs(registry).size());
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    flush_delay = std::clamp(10 * took, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+  };
+  auto persist = [&registry_dirty, &registry_flush, &save_registry, &flush_delay] {
     if (registry_dirty) return;
     registry_dirty = true;
-    registry_flush.expires_after(std::chrono::milliseconds(100));
+    registry_flush.expires_after(flush_delay);
     registry_flush.async_wait([&save_registry](const asio::error_code& e) {
       if (!e) save_registry();
     });
@@ -356,7 +363,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   io.run();
   if (nvml_events) nvml_events->stop();
   engine.stop();
-  save_registry();  // whatever the last 100 ms changed
+  save_registry();  // whatever changed since the last write
   spdlog::info("healthd stopped");
   return 0;
 }

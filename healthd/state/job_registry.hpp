@@ -57,7 +57,7 @@ struct JobRecord {
 std::string describe_wait_status(int wait_status);
 
 // Bounds on what one job keeps: a job may run steps for weeks, a step may have thousands of tasks.
-inline constexpr std::size_t kMaxEndedStepsPerJob = 64;
+inline constexpr std::size_t kMaxEndedStepsPerJob = 16;
 inline constexpr std::size_t kMaxTaskExitsPerStep = 1024;
 
 class JobRegistry {
