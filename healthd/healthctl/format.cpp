@@ -62,6 +62,9 @@ std::string format_jobs(const nlohmann::json& d) {
       for (const auto& e : step.value("task_exits", nlohmann::json::array()))
         exits += fmt::format("{}task {}: {}", exits.empty() ? "" : ", ", e.value("task_rank", 0),
                              e.value("description", "?"));
+      if (auto more = step.value("failures_not_kept", 0u); more > 0)
+        exits += fmt::format(" (and {} more failed)", more);
+      if (auto ok = step.value("tasks_ok", 0u); ok > 0) exits += fmt::format("{}{} ok", exits.empty() ? "" : ", ", ok);
       out << fmt::format("{:<10} {:<6} {:<12} {:<8} {:<8} {:<10} {}\n",
                          first ? std::to_string(job.value("job_id", 0u)) : "",
                          first ? std::to_string(job.value("uid", 0u)) : "",

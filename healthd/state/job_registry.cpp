@@ -34,8 +34,7 @@ bool JobRecord::running() const {
 std::optional<WallClock::time_point> JobRecord::last_activity() const {
   std::optional<WallClock::time_point> last;
   for (const auto& [key, step] : steps) {
-    auto t = step.ended_at.value_or(step.started_at);
-    for (const auto& e : step.task_exits) t = std::max(t, e.at);
+    auto t = std::max(step.ended_at.value_or(step.started_at), step.last_exit_at.value_or(step.started_at));
     if (!last || t > *last) last = t;
   }
   return last;
@@ -92,9 +91,11 @@ void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point 
 }
 
 void JobRegistry::task_exited(const proto::TaskExit& m, WallClock::time_point now) {
-  auto& exits = step_for(m.job_id, m.step_id, now).task_exits;
-  // A step of thousands of tasks: the failures are what matter, so successes past the cap are not kept.
-  if (exits.size() < kMaxTaskExitsPerStep || m.wait_status != 0) exits.push_back({m.task_rank, m.wait_status, now});
+  auto& step = step_for(m.job_id, m.step_id, now);
+  step.last_exit_at = now;
+  if (m.wait_status == 0) ++step.tasks_ok;
+  else if (step.task_exits.size() < kMaxTaskExitsPerStep) step.task_exits.push_back({m.task_rank, m.wait_status, now});
+  else ++step.failures_not_kept;
 }
 
 void JobRegistry::step_ended(const proto::StepEnd& m, WallClock::time_point now) {
@@ -130,34 +131,41 @@ std::size_t JobRegistry::prune(WallClock::time_point now, std::chrono::seconds r
   return dropped;
 }
 
+namespace {
+nlohmann::json job_to_json(std::uint32_t id, const JobRecord& job) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& [key, s] : job.steps) {
+    nlohmann::json exits = nlohmann::json::array();
+    for (const auto& e : s.task_exits)
+      exits.push_back({{"task_rank", e.task_rank}, {"wait_status", e.wait_status},
+                       {"description", describe_wait_status(e.wait_status)}, {"at_ms", to_ms(e.at)}});
+    nlohmann::json step = {{"step_id", s.step_id},
+                           {"step", proto::step_name(s.step_id)},
+                           {"restart_count", s.restart_count},
+                           {"auto_resume", s.auto_resume},
+                           {"running", s.running},
+                           {"started_at_ms", to_ms(s.started_at)},
+                           {"task_exits", exits},
+                           {"tasks_ok", s.tasks_ok}};
+    if (s.failures_not_kept) step["failures_not_kept"] = s.failures_not_kept;
+    if (s.last_exit_at) step["last_exit_at_ms"] = to_ms(*s.last_exit_at);
+    if (s.ended_at) step["ended_at_ms"] = to_ms(*s.ended_at);
+    steps.push_back(step);
+  }
+  nlohmann::json jj = {{"job_id", id},
+                       {"uid", job.uid},
+                       {"restart_count", job.restart_count},
+                       {"auto_resume", job.auto_resume()},
+                       {"running", job.running()},
+                       {"steps", steps}};
+  if (job.max_resumes) jj["max_resumes"] = *job.max_resumes;
+  return jj;
+}
+}  // namespace
+
 nlohmann::json JobRegistry::to_json() const {
   nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& [id, job] : jobs_) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& [key, s] : job.steps) {
-      nlohmann::json exits = nlohmann::json::array();
-      for (const auto& e : s.task_exits)
-        exits.push_back({{"task_rank", e.task_rank}, {"wait_status", e.wait_status},
-                         {"description", describe_wait_status(e.wait_status)}, {"at_ms", to_ms(e.at)}});
-      nlohmann::json step = {{"step_id", s.step_id},
-                             {"step", proto::step_name(s.step_id)},
-                             {"restart_count", s.restart_count},
-                             {"auto_resume", s.auto_resume},
-                             {"running", s.running},
-                             {"started_at_ms", to_ms(s.started_at)},
-                             {"task_exits", exits}};
-      if (s.ended_at) step["ended_at_ms"] = to_ms(*s.ended_at);
-      steps.push_back(step);
-    }
-    nlohmann::json jj = {{"job_id", id},
-                         {"uid", job.uid},
-                         {"restart_count", job.restart_count},
-                         {"auto_resume", job.auto_resume()},
-                         {"running", job.running()},
-                         {"steps", steps}};
-    if (job.max_resumes) jj["max_resumes"] = *job.max_resumes;
-    jobs.push_back(jj);
-  }
+  for (const auto& [id, job] : jobs_) jobs.push_back(job_to_json(id, job));
   return {{"version", 1}, {"jobs", jobs}};
 }
 
@@ -179,9 +187,16 @@ std::expected<std::map<std::uint32_t, JobRecord>, std::string> JobRegistry::from
         s.running = sj.at("running").get<bool>();
         s.started_at = from_ms(sj.at("started_at_ms").get<std::int64_t>());
         if (sj.contains("ended_at_ms")) s.ended_at = from_ms(sj.at("ended_at_ms").get<std::int64_t>());
-        for (const auto& ej : sj.at("task_exits"))
-          s.task_exits.push_back({ej.at("task_rank").get<std::uint32_t>(), ej.at("wait_status").get<int>(),
-                                  from_ms(ej.at("at_ms").get<std::int64_t>())});
+        for (const auto& ej : sj.at("task_exits")) {
+          TaskExitRecord e{ej.at("task_rank").get<std::uint32_t>(), ej.at("wait_status").get<int>(),
+                           from_ms(ej.at("at_ms").get<std::int64_t>())};
+          // Files written before only failures were kept list successes too: count those.
+          if (e.wait_status == 0) ++s.tasks_ok;
+          else s.task_exits.push_back(e);
+        }
+        s.tasks_ok += sj.value("tasks_ok", 0u);
+        s.failures_not_kept = sj.value("failures_not_kept", 0u);
+        if (sj.contains("last_exit_at_ms")) s.last_exit_at = from_ms(sj.at("last_exit_at_ms").get<std::int64_t>());
         job.steps[{s.restart_count, s.step_id}] = s;
       }
       out[job.job_id] = job;
@@ -203,7 +218,17 @@ std::expected<void, std::string> JobRegistry::load() {
 }
 
 std::expected<void, std::string> JobRegistry::save() const {
-  return write_file_atomically(state_file_, to_json().dump());
+  // The same document as to_json(), written job by job: a JSON tree of the whole registry costs about
+  // ten times the text in memory, and this runs under load.
+  std::string text = R"({"version":1,"jobs":[)";
+  bool first = true;
+  for (const auto& [id, job] : jobs_) {
+    if (!first) text += ',';
+    first = false;
+    text += job_to_json(id, job).dump();
+  }
+  text += "]}";
+  return write_file_atomically(state_file_, text);
 }
 
 }  // namespace ar::healthd

@@ -36,7 +36,12 @@ struct StepRecord {
   bool running = true;
   WallClock::time_point started_at;
   std::optional<WallClock::time_point> ended_at;
+  // Failed tasks one by one (at most kMaxTaskExitsPerStep of them, the rest counted); successful ones
+  // only counted: a step of thousands of tasks must not make every registry write megabytes long.
   std::vector<TaskExitRecord> task_exits;
+  std::uint32_t tasks_ok = 0;
+  std::uint32_t failures_not_kept = 0;
+  std::optional<WallClock::time_point> last_exit_at;
 };
 
 struct JobRecord {
@@ -57,7 +62,8 @@ struct JobRecord {
 std::string describe_wait_status(int wait_status);
 
 // Bounds on what one job keeps: a job may run steps for weeks, a step may have thousands of tasks.
-inline constexpr std::size_t kMaxEndedStepsPerJob = 16;
+// A job keeps its newest ended steps and every running one; a step keeps its first failed tasks.
+inline constexpr std::size_t kMaxEndedStepsPerJob = 8;
 inline constexpr std::size_t kMaxTaskExitsPerStep = 1024;
 
 class JobRegistry {

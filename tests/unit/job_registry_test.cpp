@@ -144,14 +144,21 @@ TEST(JobRegistry, KeepsOnlyTheNewestEndedStepsOfAJobAndEveryRunningOne) {
   EXPECT_TRUE(r.jobs().at(9).auto_resume());
 }
 
-TEST(JobRegistry, AHugeStepKeepsItsFailuresPastTheTaskCap) {
+TEST(JobRegistry, AHugeStepCountsItsSuccessesAndKeepsItsFirstFailures) {
   ar::test::TempDir dir;
   JobRegistry r(dir / "jobs.json");
   const auto now = WallClock::now();
   r.step_started({9, 0, "n1", 0, true, 0}, now);
   for (std::uint32_t t = 0; t < 3000; ++t) r.task_exited({9, 0, "n1", t, 0}, now);
-  r.task_exited({9, 0, "n1", 3000, 9}, now);
-  const auto& exits = r.jobs().at(9).steps.at({0, 0}).task_exits;
-  EXPECT_EQ(exits.size(), kMaxTaskExitsPerStep + 1);
-  EXPECT_EQ(exits.back().wait_status, 9);
+  for (std::uint32_t t = 3000; t < 5000; ++t) r.task_exited({9, 0, "n1", t, 15}, now);
+  const auto& step = r.jobs().at(9).steps.at({0, 0});
+  EXPECT_EQ(step.tasks_ok, 3000u);
+  EXPECT_EQ(step.task_exits.size(), kMaxTaskExitsPerStep);
+  EXPECT_EQ(step.task_exits.front().task_rank, 3000u);
+  EXPECT_EQ(step.failures_not_kept, 2000u - kMaxTaskExitsPerStep);
+  ASSERT_TRUE(r.save());
+  JobRegistry again(dir / "jobs.json");
+  ASSERT_TRUE(again.load());
+  EXPECT_EQ(again.jobs().at(9).steps.at({0, 0}).tasks_ok, 3000u);
+  EXPECT_EQ(again.jobs().at(9).steps.at({0, 0}).failures_not_kept, 2000u - kMaxTaskExitsPerStep);
 }
