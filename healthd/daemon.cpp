@@ -29,6 +29,7 @@
 #include "engine/timeline.hpp"
 #include "server/request_handler.hpp"
 #include "server/socket_server.hpp"
+#include "state/background_writer.hpp"
 #include "state/job_registry.hpp"
 #include "version.hpp"
 
@@ -163,19 +164,20 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   // on the event loop, which owns the registry, read by the engine thread.
   auto jobs_here = std::make_shared<std::atomic<std::size_t>>(running_jobs(registry).size());
   asio::io_context io;
-  // The registry is written (whole, fsync'd) at most every 100 ms, not once per message: a burst of
-  // hundreds of steps starting at once must not queue the plugin's messages behind disk writes (the
-  // plugin waits for each reply, within its timeout). When a write itself takes long (a big registry
-  // under sustained load), the next waits ten times as long, so writing never takes more than about a
-  // tenth of the event loop. A crash loses at most that much of the step records; everything Slurm is
-  // asked to do goes through the journal, which is written at once.
+  // The registry is saved (whole) at most every 100 ms, not once per message, and the write and its
+  // fsync happen on a writer thread: the plugin waits for each reply (within its timeout), and a burst
+  // of hundreds of steps must not queue behind disk writes. The event loop only serialises; when that
+  // takes long (a big registry under sustained load) the next save waits ten times as long, so it never
+  // takes more than about a tenth of the loop. A crash loses at most that much of the step records;
+  // everything Slurm is asked to do goes through the journal, which is written at once.
+  BackgroundWriter registry_writer(config.state_dir / "jobs.json");
   asio::steady_timer registry_flush(io);
   bool registry_dirty = false;
   auto flush_delay = std::chrono::milliseconds(100);
-  auto save_registry = [&registry, &registry_dirty, &flush_delay, jobs_here] {
+  auto save_registry = [&registry, &registry_dirty, &registry_writer, &flush_delay, jobs_here] {
     registry_dirty = false;
     const auto t0 = std::chrono::steady_clock::now();
-    if (auto r = registry.save(); !r) spdlog::error("state: {}", r.error());
+    registry_writer.submit(registry.serialize());
     jobs_here->store(running_jobs(registry).size());
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
     flush_delay = std::clamp(10 * took, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
@@ -364,6 +366,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   if (nvml_events) nvml_events->stop();
   engine.stop();
   save_registry();  // whatever changed since the last write
+  registry_writer.flush();
   spdlog::info("healthd stopped");
   return 0;
 }

@@ -217,8 +217,10 @@ std::expected<void, std::string> JobRegistry::load() {
   return {};
 }
 
-std::expected<void, std::string> JobRegistry::save() const {
-  // The same document as to_json(), written job by job: a JSON tree of the whole registry costs about
+std::expected<void, std::string> JobRegistry::save() const { return write_file_atomically(state_file_, serialize()); }
+
+std::string JobRegistry::serialize() const {
+  // The same document as to_json(), built job by job: a JSON tree of the whole registry costs about
   // ten times the text in memory, and this runs under load.
   std::string text = R"({"version":1,"jobs":[)";
   bool first = true;
@@ -228,7 +230,7 @@ std::expected<void, std::string> JobRegistry::save() const {
     text += job_to_json(id, job).dump();
   }
   text += "]}";
-  return write_file_atomically(state_file_, text);
+  return text;
 }
 
 }  // namespace ar::healthd

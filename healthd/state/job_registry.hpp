@@ -86,6 +86,8 @@ class JobRegistry {
 
   // Writes the registry atomically (temp file, fsync, rename). Error names the file and the cause.
   std::expected<void, std::string> save() const;
+  // The text save() writes (the registry as JSON, built one job at a time).
+  std::string serialize() const;
 
   nlohmann::json to_json() const;
   static std::expected<std::map<std::uint32_t, JobRecord>, std::string> from_json(const nlohmann::json& j);
