@@ -4,7 +4,9 @@
 #   - the node's slurmd stops and starts again with -b ("report node rebooted now"), so slurmctld
 #     sees the boot it asked for and applies nextstate=RESUME;
 #   - the node's fake host tree gets a new boot id (DIR/host/NODE/proc/sys/kernel/random/boot_id);
-#   - the node's healthd restarts, as it would after a boot.
+#   - the node's healthd restarts, as it would after a boot;
+#   - it stays down for AR_FAKE_REBOOT_SECONDS (default 5) first: a real reboot takes minutes, and a
+#     job requeued off the node starts elsewhere meanwhile instead of racing the node's return.
 # slurmd runs this through system(); the node and cluster come from that slurmd's command line.
 set -u
 
@@ -36,15 +38,16 @@ log="$dir/log/fake-reboot-$node.log"
 # Detached: the slurmd that runs this is about to be stopped.
 setsid bash -c '
   set -u
-  node=$1 conf=$2 dir=$3 here=$4 pid=$5
+  node=$1 conf=$2 dir=$3 here=$4 pid=$5 delay=$6
   echo "$(date +%T.%N) rebooting $node (slurmd pid $pid)"
   sleep 0.5
   kill -TERM "$pid" 2>/dev/null
   for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  sleep "$delay"
   mkdir -p "$dir/host/$node/proc/sys/kernel/random"
   cat /proc/sys/kernel/random/uuid >"$dir/host/$node/proc/sys/kernel/random/boot_id"
   "$here/cluster.sh" restart-healthd "$dir" "$node" || echo "healthd did not restart"
   slurmd -b -N "$node" -f "$conf" </dev/null
   echo "$(date +%T.%N) $node is back (slurmd rc $?)"
-' fake-reboot "$node" "$conf" "$dir" "$here" "$slurmd_pid" </dev/null >>"$log" 2>&1 &
+' fake-reboot "$node" "$conf" "$dir" "$here" "$slurmd_pid" "${AR_FAKE_REBOOT_SECONDS:-5}" </dev/null >>"$log" 2>&1 &
 exit 0

@@ -43,7 +43,7 @@ second_node() { job_nodes "$1" | tail -1; }
   # drained with the right reason, and not part of the new allocation
   [[ "$(node_state "$victim")" == drain* ]]
   [[ "$(node_reason "$victim")" == "healthd: GPU-XID-48: "*"double-bit ECC error"* ]]
-  ! job_nodes "$job" | grep -qx "$victim"
+  job_not_on "$job" "$victim"
   # resumed from a checkpoint, and finished with every step counted once
   wait_until 90 job_finished "$job"
   [ "$(job_state "$job")" = COMPLETED ]

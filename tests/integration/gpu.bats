@@ -59,7 +59,7 @@ submit_hung_job() {
   wait_until 30 job_running_attempt "$job" 1
   t1=$(date +%s.%N)
   echo "XID 79 to running again: $(echo "$t1 - $t0" | bc) s" >&3
-  ! job_nodes "$job" | grep -qx "$victim"
+  job_not_on "$job" "$victim"
   [ "$(job_restarts "$job")" = 1 ]
   # Slurm was asked for a reboot (the reason names the GPU), carried it out once the node was idle
   # (fake-reboot.sh: slurmd -b, new boot id, healthd restarted) and resumed the node by itself.

@@ -61,6 +61,9 @@ node_idle() { [ "$(node_state "$1")" = idle ]; }
 job_restarts() { scontrol show job "$1" -o | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 job_nodes() { scontrol show hostnames "$(scontrol show job "$1" -o | grep -o ' NodeList=[^ ]*' | cut -d= -f2)"; }
 job_comment() { scontrol show job "$1" -o | grep -o 'Comment=.*' | sed 's/^Comment=//; s/ [A-Z][A-Za-z]*=.*$//'; }
+# job_not_on JOB NODE: the job's allocation does not include NODE. A function, because a bare
+# "! cmd" line never fails a bats test (errexit ignores negated commands).
+job_not_on() { ! job_nodes "$1" | grep -qx "$2"; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
 
 # Puts the cluster back as the next test expects it: no jobs, every node idle. healthd's own drains

@@ -65,7 +65,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   wait_until 30 job_running_attempt "$job" 1
   drained "$victim"
   [ "$(node_reason "$victim")" = "healthd: EFA-PORT-DOWN: rdmap32s27 port 1 is DOWN" ]
-  ! job_nodes "$job" | grep -qx "$victim"
+  job_not_on "$job" "$victim"
   [ "$(job_restarts "$job")" = 1 ]
   # still down: the node stays out
   sleep 3
@@ -83,7 +83,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   wait_until 30 job_running_attempt "$job" 1
   drained "$victim"
   [ "$(node_reason "$victim")" = "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors)" ]
-  ! job_nodes "$job" | grep -qx "$victim"
+  job_not_on "$job" "$victim"
   [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
   # the driver reloaded (the counters start from zero): the node returns
   neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0

@@ -71,7 +71,7 @@ check_says() { [ "$(check_result "$1" "$2" "$3")" = True ]; }
   [[ "$(node_reason "$victim")" == "healthd: STORAGE-UNWRITABLE: storage: /fsx: probe write failed: open: "* ]]
   wait_until 60 job_finished "$job"
   [ "$(job_state "$job")" = COMPLETED ]
-  ! job_nodes "$job" | grep -qx "$victim"
+  job_not_on "$job" "$victim"
   grep -q "second attempt" "$WORK/job.out"
   # writable again: healthd gives its drain back
   rm -f "${AR_CLUSTER_DIR}/host/$victim/fsx"
@@ -113,7 +113,7 @@ EVENTS
   [[ "$(node_reason "$victim")" == "healthd: EC2-SYSTEM-REBOOT: ec2: system-reboot scheduled: scheduled reboot"* ]]
   wait_until 60 job_finished "$job"
   [ "$(job_state "$job")" = COMPLETED ]
-  ! job_nodes "$job" | grep -qx "$victim"
+  job_not_on "$job" "$victim"
   # signalled once: the notice stays up through the grace and after, the signal is not sent again
   [ "$(grep -c "job $job: SIGUSR1 sent" "${AR_CLUSTER_DIR}/log/healthd-$victim.log")" = 1 ]
   run healthctl_on "$victim" explain "$job"
