@@ -1,5 +1,7 @@
 #include "check.hpp"
 
+#include "state/atomic_file.hpp"
+
 namespace ar::healthd {
 
 std::string to_string(Action a) {
@@ -37,7 +39,7 @@ nlohmann::json CheckResult::to_json() const {
           {"message", message},
           {"action", to_string(action)},
           {"duration_ms", duration.count()},
-          {"at_ms", std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count()},
+          {"at_ms", to_epoch_ms(at)},
           {"detail", detail}};
   if (checkpoint_first)
     j["checkpoint_first"] = {{"signal", checkpoint_first->signal}, {"grace_s", checkpoint_first->grace.count()}};

@@ -75,8 +75,7 @@ std::int64_t age_ms(std::chrono::steady_clock::time_point t) {
 void KernelLogCheck::save_locked() const {
   if (state_file_.empty()) return;
   nlohmann::json faults = nlohmann::json::array();
-  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
+  auto now_ms = to_epoch_ms(std::chrono::system_clock::now());
   for (const auto& [code, f] : active_)
     faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines},
                       {"first_seen_ms", now_ms - age_ms(f.first_seen)}, {"last_seen_ms", now_ms - age_ms(f.last_seen)}});
@@ -94,8 +93,7 @@ void KernelLogCheck::load() {
   const auto& j = *read;
   if (j.is_null()) return;
   try {
-    auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
+    auto now_ms = to_epoch_ms(std::chrono::system_clock::now());
     for (const auto& fj : j.at("active")) {
       KernelLogFault f;
       f.code = fj.at("code").get<std::string>();

@@ -13,10 +13,6 @@ namespace {
 // NVML and the kernel log report the same XID a moment apart; closer than this it is one event.
 constexpr auto kSameEvent = std::chrono::seconds(5);
 
-std::int64_t to_ms(XidCheck::Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-XidCheck::Clock::time_point from_ms(std::int64_t ms) { return XidCheck::Clock::time_point(std::chrono::milliseconds(ms)); }
 
 std::string read_boot_id(const std::filesystem::path& file) {
   if (file.empty()) return {};
@@ -140,7 +136,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
       changed = true;
     }
     events.push_back({{"xid", t.xid}, {"gpu", t.gpu}, {"action", to_string(t.action)}, {"active", t.active},
-                      {"count", t.total}, {"source", t.last_source}, {"last_ms", to_ms(t.last_seen)},
+                      {"count", t.total}, {"source", t.last_source}, {"last_ms", to_epoch_ms(t.last_seen)},
                       {"text", t.text}});
     if (worst == nullptr || rank(t) > rank(*worst)) worst = &t;
   }
@@ -168,9 +164,9 @@ void XidCheck::save_locked() const {
   nlohmann::json tracked = nlohmann::json::array();
   for (const auto& [key, t] : tracked_) {
     nlohmann::json times = nlohmann::json::array();
-    for (auto at : t.events) times.push_back(to_ms(at));
+    for (auto at : t.events) times.push_back(to_epoch_ms(at));
     tracked.push_back({{"xid", t.xid}, {"gpu", t.gpu}, {"action", to_string(t.action)}, {"events_ms", times},
-                       {"total", t.total}, {"last_ms", to_ms(t.last_seen)}, {"source", t.last_source},
+                       {"total", t.total}, {"last_ms", to_epoch_ms(t.last_seen)}, {"source", t.last_source},
                        {"text", t.text}, {"active", t.active}, {"judged", t.judged}});
   }
   nlohmann::json j = {{"version", 1}, {"boot_id", boot_id_}, {"tracked", tracked}};
@@ -193,9 +189,9 @@ void XidCheck::load() {
       t.xid = tj.at("xid").get<unsigned>();
       t.gpu = tj.at("gpu").get<std::string>();
       t.action = parse_xid_action(tj.at("action").get<std::string>()).value_or(XidAction::drain);
-      for (const auto& ms : tj.at("events_ms")) t.events.push_back(from_ms(ms.get<std::int64_t>()));
+      for (const auto& ms : tj.at("events_ms")) t.events.push_back(from_epoch_ms(ms.get<std::int64_t>()));
       t.total = tj.at("total").get<std::uint64_t>();
-      t.last_seen = from_ms(tj.at("last_ms").get<std::int64_t>());
+      t.last_seen = from_epoch_ms(tj.at("last_ms").get<std::int64_t>());
       t.last_source = tj.at("source").get<std::string>();
       t.text = tj.at("text").get<std::string>();
       t.active = tj.at("active").get<bool>();

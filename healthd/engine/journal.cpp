@@ -7,11 +7,6 @@
 namespace ar::healthd {
 namespace {
 
-std::int64_t ms(WallTime t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-WallTime from_ms(std::int64_t v) { return WallTime(std::chrono::milliseconds(v)); }
-
 std::optional<ActionKind> parse_kind(const std::string& s) {
   for (auto k : {ActionKind::drain, ActionKind::requeue, ActionKind::resume, ActionKind::comment, ActionKind::signal})
     if (to_string(k) == s) return k;
@@ -36,7 +31,7 @@ std::expected<void, std::string> Journal::save() const {
   for (const auto& e : pending_) {
     entries.push_back({{"id", e.id}, {"kind", to_string(e.kind)}, {"node", e.node}, {"job_id", e.job_id},
                        {"restart_count", e.restart_count}, {"code", e.code}, {"reason", e.reason},
-                       {"created_ms", ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", ms(e.next_try)},
+                       {"created_ms", to_epoch_ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", to_epoch_ms(e.next_try)},
                        {"last_error", e.last_error}});
     if (e.cap) entries.back()["cap"] = *e.cap;
     if (e.reboot) entries.back()["reboot"] = true;
@@ -46,11 +41,11 @@ std::expected<void, std::string> Journal::save() const {
   nlohmann::json signalled = nlohmann::json::array();
   for (const auto& [job, restart] : signalled_) signalled.push_back({job, restart});
   nlohmann::json history = nlohmann::json::array();
-  for (const auto& t : fault_history_) history.push_back(ms(t));
+  for (const auto& t : fault_history_) history.push_back(to_epoch_ms(t));
   nlohmann::json j = {{"version", 1}, {"next_id", next_id_}, {"pending", entries}, {"requeued", requeued},
                       {"fault_history_ms", history}, {"signalled", signalled}};
   if (own_drain_)
-    j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", ms(own_drain_->at)},
+    j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", to_epoch_ms(own_drain_->at)},
                       {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
   return write_file_atomically(file_, j.dump());
 }
@@ -74,9 +69,9 @@ std::expected<void, std::string> Journal::load() {
       e.restart_count = ej.at("restart_count").get<std::uint32_t>();
       e.code = ej.at("code").get<std::string>();
       e.reason = ej.at("reason").get<std::string>();
-      e.created = from_ms(ej.at("created_ms").get<std::int64_t>());
+      e.created = from_epoch_ms(ej.at("created_ms").get<std::int64_t>());
       e.attempts = ej.at("attempts").get<std::uint32_t>();
-      e.next_try = from_ms(ej.at("next_try_ms").get<std::int64_t>());
+      e.next_try = from_epoch_ms(ej.at("next_try_ms").get<std::int64_t>());
       e.last_error = ej.at("last_error").get<std::string>();
       if (ej.contains("cap")) e.cap = ej.at("cap").get<std::uint32_t>();
       e.reboot = ej.value("reboot", false);
@@ -88,12 +83,12 @@ std::expected<void, std::string> Journal::load() {
     if (j.contains("signalled"))
       for (const auto& r : j.at("signalled")) signalled_.insert({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
     fault_history_.clear();
-    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(from_ms(t.get<std::int64_t>()));
+    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(from_epoch_ms(t.get<std::int64_t>()));
     own_drain_.reset();
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
       own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(),
-                            from_ms(d.at("at_ms").get<std::int64_t>()), d.at("held").get<bool>(),
+                            from_epoch_ms(d.at("at_ms").get<std::int64_t>()), d.at("held").get<bool>(),
                             d.value("reboot", false)};
     }
   } catch (const nlohmann::json::exception& e) {

@@ -6,12 +6,6 @@
 #include "state/atomic_file.hpp"
 
 namespace ar::healthd {
-namespace {
-std::int64_t ms(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-}  // namespace
-
 std::expected<void, std::string> Timeline::load() {
   std::lock_guard lock(mutex_);
   auto read = read_json_file(file_);
@@ -36,7 +30,7 @@ std::expected<void, std::string> Timeline::save_locked() const {
   for (const auto& [id, events] : jobs_) {
     auto& arr = jobs[std::to_string(id)] = nlohmann::json::array();
     for (const auto& e : events)
-      arr.push_back({{"at_ms", ms(e.at)}, {"node", e.node}, {"event", e.event}, {"detail", e.detail}});
+      arr.push_back({{"at_ms", to_epoch_ms(e.at)}, {"node", e.node}, {"event", e.event}, {"detail", e.detail}});
   }
   return write_file_atomically(file_, nlohmann::json{{"version", 1}, {"jobs", jobs}}.dump());
 }
@@ -64,7 +58,7 @@ bool Timeline::has_event(std::uint32_t job_id, const std::string& event) const {
 nlohmann::json Timeline::to_json(std::uint32_t job_id) const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& e : events(job_id))
-    out.push_back({{"at_ms", ms(e.at)}, {"node", e.node}, {"event", e.event}, {"detail", e.detail}});
+    out.push_back({{"at_ms", to_epoch_ms(e.at)}, {"node", e.node}, {"event", e.event}, {"detail", e.detail}});
   return out;
 }
 

@@ -8,14 +8,6 @@
 #include <unistd.h>
 
 namespace ar::healthd {
-namespace {
-
-std::int64_t to_ms(WallClock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-WallClock::time_point from_ms(std::int64_t ms) { return WallClock::time_point(std::chrono::milliseconds(ms)); }
-
-}  // namespace
 
 bool JobRecord::auto_resume() const {
   for (const auto& [key, step] : steps)
@@ -138,18 +130,18 @@ nlohmann::json job_to_json(std::uint32_t id, const JobRecord& job) {
     nlohmann::json exits = nlohmann::json::array();
     for (const auto& e : s.task_exits)
       exits.push_back({{"task_rank", e.task_rank}, {"wait_status", e.wait_status},
-                       {"description", describe_wait_status(e.wait_status)}, {"at_ms", to_ms(e.at)}});
+                       {"description", describe_wait_status(e.wait_status)}, {"at_ms", to_epoch_ms(e.at)}});
     nlohmann::json step = {{"step_id", s.step_id},
                            {"step", proto::step_name(s.step_id)},
                            {"restart_count", s.restart_count},
                            {"auto_resume", s.auto_resume},
                            {"running", s.running},
-                           {"started_at_ms", to_ms(s.started_at)},
+                           {"started_at_ms", to_epoch_ms(s.started_at)},
                            {"task_exits", exits},
                            {"tasks_ok", s.tasks_ok}};
     if (s.failures_not_kept) step["failures_not_kept"] = s.failures_not_kept;
-    if (s.last_exit_at) step["last_exit_at_ms"] = to_ms(*s.last_exit_at);
-    if (s.ended_at) step["ended_at_ms"] = to_ms(*s.ended_at);
+    if (s.last_exit_at) step["last_exit_at_ms"] = to_epoch_ms(*s.last_exit_at);
+    if (s.ended_at) step["ended_at_ms"] = to_epoch_ms(*s.ended_at);
     steps.push_back(step);
   }
   nlohmann::json jj = {{"job_id", id},
@@ -185,18 +177,18 @@ std::expected<std::map<std::uint32_t, JobRecord>, std::string> JobRegistry::from
         s.restart_count = sj.at("restart_count").get<std::uint32_t>();
         s.auto_resume = sj.at("auto_resume").get<bool>();
         s.running = sj.at("running").get<bool>();
-        s.started_at = from_ms(sj.at("started_at_ms").get<std::int64_t>());
-        if (sj.contains("ended_at_ms")) s.ended_at = from_ms(sj.at("ended_at_ms").get<std::int64_t>());
+        s.started_at = from_epoch_ms(sj.at("started_at_ms").get<std::int64_t>());
+        if (sj.contains("ended_at_ms")) s.ended_at = from_epoch_ms(sj.at("ended_at_ms").get<std::int64_t>());
         for (const auto& ej : sj.at("task_exits")) {
           TaskExitRecord e{ej.at("task_rank").get<std::uint32_t>(), ej.at("wait_status").get<int>(),
-                           from_ms(ej.at("at_ms").get<std::int64_t>())};
+                           from_epoch_ms(ej.at("at_ms").get<std::int64_t>())};
           // Files written before only failures were kept list successes too: count those.
           if (e.wait_status == 0) ++s.tasks_ok;
           else s.task_exits.push_back(e);
         }
         s.tasks_ok += sj.value("tasks_ok", 0u);
         s.failures_not_kept = sj.value("failures_not_kept", 0u);
-        if (sj.contains("last_exit_at_ms")) s.last_exit_at = from_ms(sj.at("last_exit_at_ms").get<std::int64_t>());
+        if (sj.contains("last_exit_at_ms")) s.last_exit_at = from_epoch_ms(sj.at("last_exit_at_ms").get<std::int64_t>());
         job.steps[{s.restart_count, s.step_id}] = s;
       }
       out[job.job_id] = job;
