@@ -50,19 +50,24 @@ bool Responder::flapping(WallTime now) {
   return history.size() >= policy_.flap_max_faults;
 }
 
+JournalEntry Responder::entry(ActionKind kind, std::string code, WallTime now) const {
+  JournalEntry e;
+  e.kind = kind;
+  e.node = node_;
+  e.code = std::move(code);
+  e.created = now;
+  e.next_try = now;
+  return e;
+}
+
 void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now) {
   if (journal_.signalled(job.job_id, job.restart_count) ||
       journal_.has_pending(ActionKind::signal, job.job_id, job.restart_count))
     return;
-  JournalEntry e;
-  e.kind = ActionKind::signal;
-  e.node = node_;
+  JournalEntry e = entry(ActionKind::signal, fault.code, now);
   e.job_id = job.job_id;
   e.restart_count = job.restart_count;
-  e.code = fault.code;
   e.reason = fault.checkpoint_first->signal;
-  e.created = now;
-  e.next_try = now;
   journal(e);
 }
 
@@ -74,15 +79,11 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
       spdlog::error("journal: {}", r.error());
     return;
   }
-  JournalEntry e;
-  e.kind = ActionKind::requeue;
-  e.node = node_;
+  JournalEntry e = entry(ActionKind::requeue, fault.code, now);
   e.job_id = job.job_id;
   e.restart_count = job.restart_count;
   e.cap = job.max_resumes;
-  e.code = fault.code;
   e.reason = fault.message;
-  e.created = now;
   e.next_try = not_before;
   journal(e);
 }
@@ -104,15 +105,10 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       journal_.fault_history().push_back(now);
       bool held = flapping(now);
       spdlog::warn("node {} is faulty: {}: {} (action {})", node_, fault->code, fault->message, to_string(fault->action));
-      JournalEntry drain;
-      drain.kind = ActionKind::drain;
-      drain.node = node_;
-      drain.code = fault->code;
+      JournalEntry drain = entry(ActionKind::drain, fault->code, now);
       drain.reason = drain_reason(*fault, held);
       // A node kept out for an admin is not rebooted back into service behind their back.
       drain.reboot = fault->action == Action::reboot && !held;
-      drain.created = now;
-      drain.next_try = now;
       drain_entry = drain;
       if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
     }
@@ -149,12 +145,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   if (own && !own->held && full_pass) {
     ++healthy_passes_;
     if (healthy_passes_ >= policy_.recovery_passes) {
-      JournalEntry resume;
-      resume.kind = ActionKind::resume;
-      resume.node = node_;
-      resume.code = own->code;
-      resume.created = now;
-      resume.next_try = now;
+      JournalEntry resume = entry(ActionKind::resume, own->code, now);
       bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(),
                                 [](const JournalEntry& e) { return e.kind == ActionKind::resume; });
       if (!queued) journal(resume);

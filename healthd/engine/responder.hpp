@@ -69,6 +69,8 @@ class Responder {
 
  private:
   void journal(JournalEntry e);
+  // A journal entry for this node, due now.
+  JournalEntry entry(ActionKind kind, std::string code, WallTime now) const;
   void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
   void queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now);
   bool flapping(WallTime now);
