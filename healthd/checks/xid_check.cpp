@@ -29,6 +29,8 @@ bool cured_by_reboot(XidAction a) { return a == XidAction::reboot || a == XidAct
 
 std::optional<XidEvent> parse_xid_line(const std::string& line) {
   // "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+  // Every kernel-log line passes here: the regex only runs on lines that can be XIDs.
+  if (line.find("NVRM: Xid") == std::string::npos) return std::nullopt;
   static const std::regex re(R"(NVRM: Xid \(PCI:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): ([0-9]+)\b)");
   std::smatch m;
   if (!std::regex_search(line, m, re)) return std::nullopt;
@@ -66,6 +68,7 @@ bool XidCheck::record(const XidEvent& e) {
   const auto& rule = policy_.rule_for(e.xid);
   if (rule.action == XidAction::ignore) return false;
   std::lock_guard lock(mutex_);
+  const bool first_of_its_kind = !tracked_.contains({e.xid, e.gpu});
   auto& t = tracked_[{e.xid, e.gpu}];
   if (t.total > 0 && t.last_source != e.source && e.at - t.last_seen < kSameEvent) {
     t.last_seen = std::max(t.last_seen, e.at);  // the other source's report of the same event
@@ -89,7 +92,12 @@ bool XidCheck::record(const XidEvent& e) {
     spdlog::warn("gpu_xid: XID {} on {} ({}): {}", e.xid, e.gpu.empty() ? "an unknown GPU" : e.gpu, e.source,
                  to_string(t.action));
   }
-  save_locked();
+  // A new XID or a fault that now holds is written at once: a restart must not forget it. A repeat
+  // only moves counts and times, and an XID storm (an application's XID 13 per line) would otherwise
+  // write and fsync the file once per kernel-log line, on the event loop that answers the plugin; the
+  // next sweep writes it.
+  if (first_of_its_kind || became_active) save_locked();
+  else unsaved_ = true;
   return became_active;
 }
 
@@ -111,7 +119,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
   CheckResult r;
   r.check = name();
   r.at = now;
-  bool changed = false;
+  bool changed = std::exchange(unsaved_, false);
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     auto& t = it->second;
     const auto& rule = policy_.rule_for(t.xid);

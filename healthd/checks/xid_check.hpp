@@ -80,6 +80,7 @@ class XidCheck : public Check {
   std::string boot_id_;
   std::map<Key, Tracked> tracked_;
   std::map<std::string, std::string> labels_;
+  bool unsaved_ = false;  // repeats recorded since the last write
 };
 
 }  // namespace ar::healthd

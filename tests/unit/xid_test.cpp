@@ -130,3 +130,19 @@ TEST(XidCheck, FaultsSurviveARestartButARebootCuresWhatItCures) {
   EXPECT_EQ(r.code, "GPU-XID-8");  // XID 79 is cured by the reboot; XID 8 (inspect) is not
   EXPECT_EQ(r.action, Action::drain);
 }
+
+TEST(XidCheck, RepeatsAreWrittenByTheNextSweepAndSurviveARestart) {
+  ar::test::TempDir dir;
+  auto policy = XidPolicy::defaults();
+  policy.set(92, {XidAction::drain, 3, 600s, "high single-bit ECC error rate"});
+  auto now = XidCheck::Clock::now();
+  {
+    XidCheck check(policy, 600s, dir / "xid.json");
+    check.record(event(92, now));
+    check.record(event(92, now + 10s));
+    check.judge(now + 11s);
+  }
+  XidCheck restarted(policy, 600s, dir / "xid.json");
+  EXPECT_TRUE(restarted.record(event(92, now + 20s)));  // the third within the window: a fault
+  EXPECT_EQ(restarted.judge(now + 21s).status, Status::fault);
+}
