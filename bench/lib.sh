@@ -51,15 +51,19 @@ need_built() {
 
 # ---- one process, from /proc ------------------------------------------------------------------------
 
-# proc_ticks PID: utime + stime in clock ticks (fields 14 and 15 of /proc/PID/stat).
-proc_ticks() {
+# proc_stat_sum PID I J: the sum of two fields of /proc/PID/stat, counted after the command name
+# (which may hold spaces): 0 is field 3 (state).
+proc_stat_sum() {
   local line rest
   local -a f
   read -r line <"/proc/$1/stat" || return 1
   rest=${line##*) }
   read -r -a f <<<"$rest"
-  echo $((f[11] + f[12]))
+  echo $((f[$2] + f[$3]))
 }
+
+# proc_ticks PID: utime + stime in clock ticks (fields 14 and 15 of /proc/PID/stat).
+proc_ticks() { proc_stat_sum "$1" 11 12; }
 # proc_kib PID FIELD: a kB field of /proc/PID/status (VmRSS, VmHWM, ...).
 proc_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }'; }
@@ -140,14 +144,7 @@ fake_node_stop() {
 }
 
 # proc_child_ticks PID: cutime + cstime (fields 16 and 17): the CPU of PID's children it has waited for.
-proc_child_ticks() {
-  local line rest
-  local -a f
-  read -r line <"/proc/$1/stat" || return 1
-  rest=${line##*) }
-  read -r -a f <<<"$rest"
-  echo $((f[13] + f[14]))
-}
+proc_child_ticks() { proc_stat_sum "$1" 13 14; }
 
 # ---- the local Slurm cluster (tests/cluster/cluster.sh) -------------------------------------------
 
