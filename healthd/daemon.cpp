@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <map>
+#include <tuple>
 
 #include <malloc.h>
 
@@ -90,6 +92,12 @@ class HealthService : public HealthEvents {
     // Only auto-resume steps make healthd look at once; a faulty node under any job is still found
     // by the periodic sweep and the kernel-log events.
     if (!auto_resume) return;
+    // The first failed task of a step says all a sweep needs; a step of thousands of tasks failing
+    // at once (NCCL aborting everywhere) must not write the timeline and queue a sweep per task.
+    auto [it, first] = failed_steps_.try_emplace({exit.job_id, job.restart_count, exit.step_id}, 0);
+    ++it->second;
+    if (!first) return;
+    if (failed_steps_.size() > 4096) failed_steps_.clear();  // bounded; forgetting only costs a sweep
     timeline_.record(exit.job_id, {WallClock::now(), exit.node, "step failed",
                                    "step " + proto::step_name(exit.step_id) + " task " +
                                        std::to_string(exit.task_rank) + ": " + describe_wait_status(exit.wait_status)});
@@ -104,6 +112,8 @@ class HealthService : public HealthEvents {
   Engine& engine_;
   Timeline& timeline_;
   JobRegistry& registry_;
+  // (job, attempt, step) -> failed tasks seen; event loop only.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> failed_steps_;
 };
 
 }  // namespace
@@ -362,7 +372,18 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   if (kernel_log) schedule_kmsg();
   if (poll_every.count() > 0) schedule_poll();
   sd_notify(0, "READY=1");
-  io.run();
+  // No input may end the event loop: a handler that throws is logged and the loop goes on (asio
+  // allows run() to be called again after an exception left it).
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("healthd: event loop: {}; carrying on", e.what());
+    } catch (...) {
+      spdlog::error("healthd: event loop: unknown exception; carrying on");
+    }
+  }
   if (nvml_events) nvml_events->stop();
   engine.stop();
   save_registry();  // whatever changed since the last write

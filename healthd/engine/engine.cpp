@@ -1,5 +1,7 @@
 #include "engine.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace ar::healthd {
@@ -30,14 +32,25 @@ std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs,
   {
     std::lock_guard lock(mutex_);
     seq = next_seq_++;
-    // Periodic (and poll) sweeps need not pile up behind a slow one; every triggered or forced sweep
-    // is kept.
+    // Periodic (and poll) sweeps need not pile up behind a slow one. A triggered sweep is merged into
+    // a waiting one for the same job attempt (a step of 2,000 tasks failing at once asks one sweep,
+    // not 2,000), and into nothing else; a forced sweep is always kept (healthctl check --now waits
+    // for its number).
     const bool mergeable = !trigger && !force;
+    auto same_attempt = [&](const SweepRequest& r) {
+      return trigger && r.trigger && !r.force && r.trigger->job_id == trigger->job_id &&
+             r.trigger->restart_count == trigger->restart_count;
+    };
     if (mergeable && !requests_.empty() && !requests_.back().trigger && !requests_.back().force &&
-        requests_.back().poll == poll)
+        requests_.back().poll == poll) {
       requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false, seq, poll};
-    else
+    } else if (auto it = std::find_if(requests_.begin(), requests_.end(), same_attempt);
+               !force && it != requests_.end()) {
+      it->jobs = std::move(jobs);  // the newest view of what runs here; the first failure is kept
+      it->seq = std::max(it->seq, seq);
+    } else {
       requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force, seq, poll});
+    }
   }
   wake_.notify_all();
   return seq;
@@ -126,12 +139,18 @@ std::vector<CheckResult> Engine::sweep(bool everything, bool poll) {
 }
 
 void Engine::loop() {
-  auto last_follow = std::chrono::steady_clock::now();
   for (;;) {
     std::optional<SweepRequest> request;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_ || !requests_.empty(); });
+      // Wake for the next request, or when a journal entry is due (a requeue waiting some tens of ms
+      // for its job to leave COMPLETING), and at least every 250 ms.
+      auto wait = std::chrono::milliseconds(250);
+      if (auto due = responder_.next_due()) {
+        auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
+        wait = std::clamp(until, std::chrono::milliseconds(0), wait);
+      }
+      wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty(); });
       if (stopping_) return;
       if (!requests_.empty()) {
         request = std::move(requests_.front());
@@ -159,15 +178,14 @@ void Engine::loop() {
         status_["sweep_ms"] = took;
       }
       responder_.run_due(std::chrono::system_clock::now());
-      if (std::chrono::steady_clock::now() - last_follow > std::chrono::milliseconds(200)) {
-        responder_.follow_requeued(std::chrono::system_clock::now());
-        last_follow = std::chrono::steady_clock::now();
-      }
+      responder_.follow_requeued(std::chrono::system_clock::now());  // each job at its own pace
       auto rs = responder_.status();
       std::lock_guard lock(mutex_);
       status_["node"] = rs;
     } catch (const std::exception& e) {
       spdlog::error("engine: {}", e.what());
+    } catch (...) {
+      spdlog::error("engine: unknown exception");
     }
   }
 }

@@ -1,8 +1,9 @@
 #include "journal.hpp"
 
+#include <limits>
+#include <stdexcept>
+
 #include "state/atomic_file.hpp"
-
-
 
 namespace ar::healthd {
 namespace {
@@ -11,6 +12,46 @@ std::optional<ActionKind> parse_kind(const std::string& s) {
   for (auto k : {ActionKind::drain, ActionKind::requeue, ActionKind::resume, ActionKind::comment, ActionKind::signal})
     if (to_string(k) == s) return k;
   return std::nullopt;
+}
+
+// Field readers that refuse what a hand-edited or damaged journal may hold: a negative or fractional
+// id (which get<uint32_t> would wrap or truncate), a time far outside any sane range (which would
+// overflow the clock's arithmetic). They throw; load() turns that into an error naming the file.
+struct BadField : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T whole(const nlohmann::json& j, const char* key, T max = std::numeric_limits<T>::max()) {
+  const auto& v = j.at(key);
+  if (!v.is_number_integer()) throw BadField(std::string(key) + " is not a whole number: " + v.dump());
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(max)) throw BadField(std::string(key) + " is out of range: " + v.dump());
+    return static_cast<T>(u);
+  }
+  auto i = v.get<std::int64_t>();
+  if (i < 0 || static_cast<std::uint64_t>(i) > static_cast<std::uint64_t>(max))
+    throw BadField(std::string(key) + " is out of range: " + v.dump());
+  return static_cast<T>(i);
+}
+
+// Epoch milliseconds between 1970 and 2500: anything else is damage, not a time.
+WallTime epoch_ms(const nlohmann::json& j, const char* key) {
+  constexpr std::int64_t kMax = 16'725'225'600'000;  // 2500-01-01
+  const auto& v = j.at(key);
+  if (!v.is_number_integer()) throw BadField(std::string(key) + " is not a whole number: " + v.dump());
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
+    throw BadField(std::string(key) + " is not a time: " + v.dump());
+  auto ms = v.get<std::int64_t>();
+  if (ms < 0 || ms > kMax) throw BadField(std::string(key) + " is not a time: " + v.dump());
+  return from_epoch_ms(ms);
+}
+
+std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair) {
+  if (!pair.is_array() || pair.size() != 2) throw BadField("a [job, attempt] pair is expected: " + pair.dump());
+  nlohmann::json named = {{"job", pair[0]}, {"attempt", pair[1]}};
+  return {whole<std::uint32_t>(named, "job"), whole<std::uint32_t>(named, "attempt")};
 }
 
 }  // namespace
@@ -26,7 +67,7 @@ std::string to_string(ActionKind k) {
   return "?";
 }
 
-std::expected<void, std::string> Journal::save() const {
+std::expected<void, std::string> Journal::save() {
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& e : pending_) {
     entries.push_back({{"id", e.id}, {"kind", to_string(e.kind)}, {"node", e.node}, {"job_id", e.job_id},
@@ -35,6 +76,7 @@ std::expected<void, std::string> Journal::save() const {
                        {"last_error", e.last_error}});
     if (e.cap) entries.back()["cap"] = *e.cap;
     if (e.reboot) entries.back()["reboot"] = true;
+    if (e.step != RequeueStep::decide) entries.back()["step"] = static_cast<int>(e.step);
   }
   nlohmann::json requeued = nlohmann::json::array();
   for (const auto& [job, restart] : requeued_) requeued.push_back({job, restart});
@@ -47,7 +89,14 @@ std::expected<void, std::string> Journal::save() const {
   if (own_drain_)
     j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", to_epoch_ms(own_drain_->at)},
                       {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
-  return write_file_atomically(file_, j.dump());
+  auto r = write_file_atomically(file_, dump_state(j));
+  durable_ = r.has_value();
+  return r;
+}
+
+std::expected<void, std::string> Journal::make_durable() {
+  if (durable_) return {};
+  return save();
 }
 
 std::expected<void, std::string> Journal::load() {
@@ -56,41 +105,44 @@ std::expected<void, std::string> Journal::load() {
   const auto& j = *read;
   if (j.is_null()) return {};
   try {
-    next_id_ = j.at("next_id").get<std::uint64_t>();
+    next_id_ = whole<std::uint64_t>(j, "next_id");
     pending_.clear();
     for (const auto& ej : j.at("pending")) {
       JournalEntry e;
-      e.id = ej.at("id").get<std::uint64_t>();
+      e.id = whole<std::uint64_t>(ej, "id");
       auto kind = parse_kind(ej.at("kind").get<std::string>());
       if (!kind) return std::unexpected(file_.string() + ": unknown action kind " + ej.at("kind").dump());
       e.kind = *kind;
       e.node = ej.at("node").get<std::string>();
-      e.job_id = ej.at("job_id").get<std::uint32_t>();
-      e.restart_count = ej.at("restart_count").get<std::uint32_t>();
+      e.job_id = whole<std::uint32_t>(ej, "job_id");
+      e.restart_count = whole<std::uint32_t>(ej, "restart_count");
       e.code = ej.at("code").get<std::string>();
       e.reason = ej.at("reason").get<std::string>();
-      e.created = from_epoch_ms(ej.at("created_ms").get<std::int64_t>());
-      e.attempts = ej.at("attempts").get<std::uint32_t>();
-      e.next_try = from_epoch_ms(ej.at("next_try_ms").get<std::int64_t>());
+      e.created = epoch_ms(ej, "created_ms");
+      e.attempts = whole<std::uint32_t>(ej, "attempts");
+      e.next_try = epoch_ms(ej, "next_try_ms");
       e.last_error = ej.at("last_error").get<std::string>();
-      if (ej.contains("cap")) e.cap = ej.at("cap").get<std::uint32_t>();
+      if (ej.contains("cap")) e.cap = whole<std::uint32_t>(ej, "cap");
       e.reboot = ej.value("reboot", false);
+      if (ej.contains("step")) e.step = static_cast<RequeueStep>(whole<std::uint8_t>(ej, "step", 3));
+      if (e.id >= next_id_) throw BadField("entry id " + std::to_string(e.id) + " is not below next_id");
       pending_.push_back(e);
     }
     requeued_.clear();
-    for (const auto& r : j.at("requeued")) requeued_.insert({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
+    for (const auto& r : j.at("requeued")) requeued_.insert(job_attempt(r));
     signalled_.clear();
     if (j.contains("signalled"))
-      for (const auto& r : j.at("signalled")) signalled_.insert({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
+      for (const auto& r : j.at("signalled")) signalled_.insert(job_attempt(r));
     fault_history_.clear();
-    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(from_epoch_ms(t.get<std::int64_t>()));
+    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(epoch_ms(nlohmann::json{{"at", t}}, "at"));
     own_drain_.reset();
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
-      own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(),
-                            from_epoch_ms(d.at("at_ms").get<std::int64_t>()), d.at("held").get<bool>(),
-                            d.value("reboot", false)};
+      own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), epoch_ms(d, "at_ms"),
+                            d.at("held").get<bool>(), d.value("reboot", false)};
     }
+  } catch (const BadField& e) {
+    return std::unexpected(file_.string() + ": bad content: " + e.what());
   } catch (const nlohmann::json::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());
   }
@@ -120,11 +172,46 @@ std::expected<void, std::string> Journal::retry_later(std::uint64_t id, const st
   return save();
 }
 
+std::expected<void, std::string> Journal::wait_until(std::uint64_t id, WallTime at, const std::string& why) {
+  for (auto& e : pending_)
+    if (e.id == id) {
+      e.next_try = at;
+      e.last_error = why;
+    }
+  // A wait changes nothing that a restart needs (it would wait again): no write, so polling a job
+  // that leaves COMPLETING every few tens of milliseconds costs no fsync.
+  return {};
+}
+
+std::expected<void, std::string> Journal::advance(std::uint64_t id, RequeueStep step) {
+  for (auto& e : pending_)
+    if (e.id == id) {
+      e.step = step;
+      e.attempts = 0;
+      e.last_error.clear();
+    }
+  return save();
+}
+
+std::optional<WallTime> Journal::next_due() const {
+  std::optional<WallTime> first;
+  for (const auto& e : pending_)
+    if (!first || e.next_try < *first) first = e.next_try;
+  return first;
+}
+
+const JournalEntry* Journal::find(std::uint64_t id) const {
+  for (const auto& e : pending_)
+    if (e.id == id) return &e;
+  return nullptr;
+}
+
 std::expected<void, std::string> Journal::hasten(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count,
                                                  WallTime by) {
   bool changed = false;
   for (auto& e : pending_)
-    if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count && e.next_try > by) {
+    if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count && e.next_try > by && e.attempts == 0 &&
+        e.step == RequeueStep::decide && e.last_error.empty()) {
       e.next_try = by;
       changed = true;
     }
@@ -135,6 +222,12 @@ std::expected<void, std::string> Journal::hasten(ActionKind kind, std::uint32_t 
 bool Journal::has_pending(ActionKind kind, std::uint32_t job_id, std::uint32_t restart_count) const {
   for (const auto& e : pending_)
     if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count) return true;
+  return false;
+}
+
+bool Journal::has_pending_drain(const std::string& node) const {
+  for (const auto& e : pending_)
+    if (e.kind == ActionKind::drain && e.node == node) return true;
   return false;
 }
 

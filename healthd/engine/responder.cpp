@@ -12,10 +12,23 @@ namespace ar::healthd {
 namespace {
 
 constexpr const char* kReasonPrefix = "healthd:";
+// The code of a requeue asked by policy for a failure on a healthy node (resume_on_any_failure).
+constexpr const char* kAppFailure = "APP-FAILURE";
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// Slurm reasons are one line; keep them short enough to read in sinfo -R, and cut between
+// characters, never inside one (a cut UTF-8 sequence is what made state writes throw).
+std::string short_reason(std::string reason) {
+  constexpr std::size_t kMax = 240;
+  if (reason.size() <= kMax) return reason;
+  std::size_t cut = kMax - 3;
+  while (cut > 0 && (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) --cut;
+  reason.resize(cut);
+  return reason + "...";
+}
 
 // The worst fault among results: fault status only (a broken check says nothing about the node).
 std::optional<CheckResult> worst_fault(const std::vector<CheckResult>& results) {
@@ -39,9 +52,7 @@ std::string Responder::drain_reason(const CheckResult& fault, bool held) const {
   if (held)
     reason += " (" + std::to_string(policy_.flap_max_faults) + " faults within " +
               std::to_string(policy_.flap_window.count()) + " s: kept out until an admin resumes it)";
-  // Slurm reasons are one line; keep them short enough to read in sinfo -R.
-  if (reason.size() > 240) reason = reason.substr(0, 237) + "...";
-  return reason;
+  return short_reason(std::move(reason));
 }
 
 bool Responder::flapping(WallTime now) {
@@ -127,13 +138,14 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
 
   faulty_ = false;
   fault_code_.clear();
+  overridden_.clear();
   if (trigger && trigger->auto_resume) {
     std::string what = "task " + std::to_string(trigger->task_rank) + " of step " + std::to_string(trigger->step_id) +
                        " failed and node " + node_ + " checked healthy";
     if (policy_.resume_on_any_failure) {
       timeline_.record(trigger->job_id, {now, node_, "application failure", what + "; policy resumes on any failure"});
       CheckResult app;
-      app.code = "APP-FAILURE";
+      app.code = kAppFailure;
       app.message = what;
       queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes}, app, now, now);
     } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
@@ -155,10 +167,25 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
 }
 
 void Responder::run_due(WallTime now) {
-  // Copy: carrying out an entry changes the journal.
+  // Written before done: a decision the journal could not save is kept in memory, but nothing is
+  // carried out until the journal is on disk again (a full state filesystem, say), or a crash in
+  // between could lose the action or do it twice.
+  if (auto d = journal_.make_durable(); !d) {
+    if (!journal_unwritable_) spdlog::error("journal: cannot be written ({}); no action is carried out until it can", d.error());
+    journal_unwritable_ = true;
+    return;
+  }
+  if (journal_unwritable_) spdlog::info("journal: written again; carrying out the {} pending action(s)", journal_.pending().size());
+  journal_unwritable_ = false;
+  // Copy: carrying out an entry changes the journal. Checkpoint signals first (the job checkpoints
+  // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
+  // one pass the drain lands and the requeue follows it at once.
   auto due = journal_.pending();
+  auto rank = [](const JournalEntry& e) { return e.kind == ActionKind::signal ? 0 : e.kind == ActionKind::drain ? 1 : 2; };
+  std::stable_sort(due.begin(), due.end(), [&](const JournalEntry& a, const JournalEntry& b) { return rank(a) < rank(b); });
   for (const auto& e : due) {
     if (e.next_try > now) continue;
+    if (!journal_.find(e.id)) continue;  // finished meanwhile by another entry's step
     std::expected<bool, std::string> r;
     switch (e.kind) {
       case ActionKind::drain: r = do_drain(e, now); break;
@@ -173,13 +200,20 @@ void Responder::run_due(WallTime now) {
     }
     if (r && *r) {
       if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
-    } else {
-      std::string error = r ? "not finished" : r.error();
+    } else if (!r) {
       spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
-                   e.job_id ? "" : e.node, error);
-      if (auto c = journal_.retry_later(e.id, error, now); !c) spdlog::error("journal: {}", c.error());
+                   e.job_id ? "" : e.node, r.error());
+      if (auto c = journal_.retry_later(e.id, r.error(), now); !c) spdlog::error("journal: {}", c.error());
     }
+    // false: the action waits for something and has set its next try itself.
   }
+}
+
+std::optional<WallTime> Responder::next_due() const {
+  auto due = journal_.next_due();
+  for (const auto& f : followed_)
+    if (!due || f.next_look < *due) due = f.next_look;
+  return due;
 }
 
 std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, WallTime now) {
@@ -232,8 +266,7 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
     }
   }
   if (!rebooting) {
-    std::string reason = e.reboot ? e.reason + " (reboot needed)" : e.reason;
-    if (reason.size() > 240) reason = reason.substr(0, 237) + "...";
+    std::string reason = short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error());
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
@@ -251,12 +284,50 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     }
     return std::unexpected(job.error());
   }
-  if (job->restart_count > e.restart_count) {
-    // Another node's healthd (or this one, before a crash) requeued this attempt already.
+  switch (e.step) {
+    case RequeueStep::decide: return requeue_decide(e, *job, now);
+    case RequeueStep::requeue: return requeue_ask(e, *job, now);
+    case RequeueStep::annotate: return requeue_annotate(e, now);
+    case RequeueStep::release: return requeue_release(e, now);
+  }
+  return true;
+}
+
+std::expected<bool, std::string> Responder::next_step(const JournalEntry& e, RequeueStep step, WallTime now) {
+  if (auto r = journal_.advance(e.id, step); !r) return std::unexpected("journal: " + r.error());
+  JournalEntry next = e;
+  next.step = step;
+  switch (step) {
+    case RequeueStep::decide: break;
+    case RequeueStep::requeue: {
+      auto job = slurm_.job(e.job_id);
+      if (!job) return std::unexpected(job.error());
+      return requeue_ask(next, *job, now);
+    }
+    case RequeueStep::annotate: return requeue_annotate(next, now);
+    case RequeueStep::release: return requeue_release(next, now);
+  }
+  return true;
+}
+
+// A requeue for a fault of this node goes ahead only once the node is out of service (drained,
+// draining or to be rebooted), so the job cannot start again on it. Answers why not, or nothing.
+std::expected<std::optional<std::string>, std::string> Responder::node_still_schedulable(const JournalEntry& e) {
+  if (e.code == kAppFailure) return std::optional<std::string>();  // the node is healthy: nothing to wait for
+  auto info = slurm_.node(node_);
+  if (!info) return std::unexpected(info.error());
+  if (info->drained_or_draining() || info->reboot_pending()) return std::optional<std::string>();
+  return std::optional<std::string>("node " + node_ + " is " + (info->state.empty() ? "in service" : info->state) +
+                                    (info->reason.empty() ? "" : " (" + info->reason + ")"));
+}
+
+std::expected<bool, std::string> Responder::requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  if (job.restart_count > e.restart_count) {
+    // Another node's healthd requeued this attempt already (its daemon releases and annotates).
     journal_.mark_requeued(e.job_id, e.restart_count);
     timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
                                                                       " was already requeued"});
-    followed_.push_back({e.job_id, e.restart_count + 1, now, now});
+    follow(e.job_id, e.restart_count + 1, now);
     return true;
   }
   // The user may lower the admin's cap for their job, never raise it.
@@ -268,7 +339,7 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     if (auto r = slurm_.set_comment(e.job_id, why); !r) return std::unexpected(r.error());
     // The job ends as it would have without auto-resume. A step that failed has ended it already; a
     // job hung on the faulty node would hold its allocation forever, so it is ended here.
-    if (job->state == "RUNNING") {
+    if (job.state == "RUNNING") {
       if (auto r = slurm_.cancel(e.job_id); !r) return std::unexpected(r.error());
       why += "; the job, still running on a faulty node, is cancelled";
     }
@@ -276,8 +347,44 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
     return true;
   }
-  if (job->state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
+  if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
+  if (e.code != kAppFailure) {
+    // The drain goes first: a job released while its faulty node can still take it may start there
+    // again. A drain that Slurm has not taken yet (slurmctld not answering) keeps the requeue waiting
+    // with it, whatever the requeue's own schedule says.
+    for (const auto& d : journal_.pending())
+      if (d.kind == ActionKind::drain && d.node == node_) {
+        journal_.wait_until(e.id, std::max(d.next_try, now + std::chrono::milliseconds(50)), "waiting for the drain of " + node_);
+        return false;
+      }
+    auto schedulable = node_still_schedulable(e);
+    if (!schedulable) return std::unexpected(schedulable.error());
+    if (*schedulable) {
+      // Not drained although faulty: someone returned it to service while the fault persists (an
+      // admin's resume overrides healthd), or the drain was withheld (max_drained_share). Requeueing
+      // would send the job back onto the fault, over and over; the job is left as it is, and said so.
+      std::string why = **schedulable + " although " + e.code + " persists: " +
+                        (withheld_.empty() ? "someone returned it to service, which overrides healthd"
+                                           : "the drain was withheld (" + withheld_ + ")") +
+                        "; not requeued, so it cannot restart onto the fault";
+      if (overridden_ != e.code) spdlog::warn("node {}: {}", node_, why);
+      overridden_ = e.code;
+      journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
+      timeline_.record(e.job_id, {now, node_, "not requeued", why});
+      return true;
+    }
+  }
+  return next_step(e, RequeueStep::requeue, now);
+}
 
+std::expected<bool, std::string> Responder::requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  // This step was saved before Slurm was asked: after a crash the job shows whether the ask landed.
+  if (job.restart_count > e.restart_count) {
+    journal_.mark_requeued(e.job_id, e.restart_count);
+    timeline_.record(e.job_id, {now, node_, "requeued", "attempt " + std::to_string(e.restart_count + 2) + " after " +
+                                                            e.code + " on " + node_ + " (seen requeued after a restart)"});
+    return next_step(e, RequeueStep::annotate, now);
+  }
   auto r = slurm_.requeue(e.job_id);
   if (!r) {
     // slurmctld refuses a second requeue of the same job: whoever raced us won. Check who.
@@ -285,7 +392,7 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
     if (again && again->restart_count > e.restart_count) {
       journal_.mark_requeued(e.job_id, e.restart_count);
       timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error()});
-      followed_.push_back({e.job_id, e.restart_count + 1, now, now});
+      follow(e.job_id, e.restart_count + 1, now);
       return true;
     }
     return std::unexpected(r.error());
@@ -293,52 +400,88 @@ std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, Wa
   journal_.mark_requeued(e.job_id, e.restart_count);
   timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "requeued",
                               "attempt " + std::to_string(e.restart_count + 2) + " after " + e.code + " on " + node_});
+  return next_step(e, RequeueStep::annotate, now);
+}
+
+std::expected<bool, std::string> Responder::requeue_annotate(const JournalEntry& e, WallTime now) {
+  // Before the release: the restarted job reads why its last attempt ended from the comment.
   std::string comment = format_attempt_comment({e.restart_count + 1, e.code, node_, e.reason});
-  if (auto c = slurm_.set_comment(e.job_id, comment); !c) spdlog::warn("job {}: comment: {}", e.job_id, c.error());
-  release_hold(e.job_id);
-  followed_.push_back({e.job_id, e.restart_count + 1, now, now});
+  if (auto c = slurm_.set_comment(e.job_id, comment); !c) return std::unexpected("comment: " + c.error());
+  return next_step(e, RequeueStep::release, now);
+}
+
+std::expected<bool, std::string> Responder::requeue_release(const JournalEntry& e, WallTime now) {
+  // Slurm holds a requeued job (Reason=BeginTime) for minutes. starttime=now+1 lifts it, but only once
+  // the job has left COMPLETING: issued earlier it is silently overridden. So wait for PENDING first,
+  // as a journal wait (the engine stays free, and a restart picks the wait up again).
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (contains(job.error(), "Invalid job id")) return true;
+    return std::unexpected(job.error());
+  }
+  if (job->state == "COMPLETING" || job->state == "REQUEUED") {
+    auto& waits = release_waits_[e.id];
+    ++waits;
+    // Every 50 ms for the first 5 s (it takes about 0.15 s), then every second: a job whose node
+    // never reports the kill must not keep the engine busy; Slurm's own hold ends in minutes anyway.
+    journal_.wait_until(e.id, now + (waits < 100 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(1000)),
+                        "waiting for job " + std::to_string(e.job_id) + " to leave " + job->state);
+    return false;
+  }
+  release_waits_.erase(e.id);
+  follow(e.job_id, e.restart_count + 1, now);
+  if (job->state != "PENDING") return true;  // running again already, or ended: nothing to release
+  auto schedulable = node_still_schedulable(e);
+  if (!schedulable) return std::unexpected(schedulable.error());
+  if (*schedulable) {
+    timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold kept",
+                                **schedulable + ": the job is not released early onto it"});
+    return true;
+  }
+  if (auto r = slurm_.release_hold(e.job_id); !r) return std::unexpected("releasing the requeue hold: " + r.error());
+  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold released", "starttime=now+1"});
   return true;
 }
 
-void Responder::release_hold(std::uint32_t job_id) {
-  // Slurm holds a requeued job (Reason=BeginTime) for minutes. starttime=now lifts it, but only once the
-  // job has left COMPLETING: issued earlier it is silently overridden. So wait for PENDING first.
-  for (int i = 0; i < 200; ++i) {
-    auto job = slurm_.job(job_id);
-    if (!job) break;
-    if (job->state == "PENDING") {
-      if (auto r = slurm_.release_hold(job_id); !r) {
-        spdlog::warn("job {}: releasing the requeue hold: {}", job_id, r.error());
-        return;
-      }
-      timeline_.record(job_id, {std::chrono::system_clock::now(), node_, "hold released", "starttime=now+1"});
-      return;
-    }
-    if (job->state != "COMPLETING" && job->state != "RUNNING") return;  // running again or gone
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  spdlog::warn("job {}: did not reach PENDING in time; Slurm's requeue hold stays", job_id);
+void Responder::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now) {
+  for (const auto& f : followed_)
+    if (f.job_id == job_id && f.restart_count == attempt) return;
+  followed_.push_back({job_id, attempt, now, now});
 }
 
 void Responder::follow_requeued(WallTime now) {
   std::erase_if(followed_, [&](Followed& f) {
     if (now < f.next_look) return false;
+    const auto waited = now - f.since;
+    // Often while a restart is expected (seconds), rarely after: following one job for its ten
+    // minutes costs about 60 Slurm reads, not 2,000.
+    f.next_look = now + (waited < std::chrono::seconds(10)   ? std::chrono::milliseconds(250)
+                         : waited < std::chrono::seconds(60) ? std::chrono::milliseconds(2000)
+                                                             : std::chrono::milliseconds(15000));
     auto job = slurm_.job(f.job_id);
-    if (!job) {
-      // Slurm not answering: look again later rather than stall the engine on every pass.
-      f.next_look = now + std::chrono::seconds(5);
-      return now - f.since > std::chrono::minutes(10);
-    }
-    if (job->restart_count >= f.restart_count && job->state != "PENDING") {
-      auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%s on %s, %.1f s after the requeue",
-                    job->state == "RUNNING" ? "running" : ("started and now " + job->state).c_str(),
-                    job->node_list.c_str(), secs);
-      timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "running again", buf});
+    if (!job) return waited > std::chrono::minutes(10);
+    if (job->restart_count < f.restart_count) return waited > std::chrono::minutes(10);
+    const auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
+    char when[64];
+    std::snprintf(when, sizeof when, "%.1f s after the requeue", secs);
+    if (job->state == "RUNNING") {
+      timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "running again",
+                                  "on " + job->node_list + ", " + when});
       return true;
     }
-    return now - f.since > std::chrono::minutes(10);
+    if (job->state == "PENDING" || job->state == "COMPLETING" || job->state == "CONFIGURING" || job->state == "REQUEUED") {
+      if (waited > std::chrono::minutes(10)) {
+        timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "not running again",
+                                    "still " + job->state + " (" + job->reason + ") 10 minutes after the requeue; no longer followed"});
+        return true;
+      }
+      return false;
+    }
+    // Ended without healthd seeing it run again (it may have run briefly between two looks).
+    timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "ended",
+                                job->state + (job->node_list.empty() ? "" : " on " + job->node_list) + ", " + when +
+                                    ", without being seen running again"});
+    return true;
   });
 }
 
@@ -382,7 +525,10 @@ std::expected<bool, std::string> Responder::do_signal(const JournalEntry& e, Wal
 
 nlohmann::json Responder::status() const {
   nlohmann::json j = {{"faulty", faulty_}, {"fault_code", fault_code_}, {"healthy_passes", healthy_passes_},
-                      {"pending_actions", journal_.pending().size()}};
+                      {"pending_actions", journal_.pending().size()}, {"journal_written", journal_.durable()}};
+  if (!overridden_.empty())
+    j["admin_override"] = "node " + node_ + " is in service while " + overridden_ +
+                          " persists: auto-resume jobs are not requeued onto it";
   if (!withheld_.empty()) j["drain_withheld"] = withheld_;
   return j;
 }

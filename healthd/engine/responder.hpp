@@ -8,11 +8,20 @@
 //   healthy node -> a failed auto-resume step is the application's failure: nothing happens (unless
 //                   the admin's policy resumes on any failure); a node healthd drained itself comes
 //                   back after `recovery_passes` healthy sweeps, unless it keeps failing.
+//   back in service while faulty (an admin resumed it, or the drain was withheld by the share cap):
+//                   healthd does not drain it again for the same fault, and does not requeue jobs
+//                   for it either (they would restart onto the fault); status says so.
+//
+// A requeue is a journal entry with steps (decide, requeue, annotate, release), each saved before
+// its Slurm call, so a daemon killed between any two calls finishes the others once after its
+// restart. A job is requeued only once the node that failed it is out of service, and released
+// from Slurm's hold only then.
 //
 // Every action goes through the journal first. Runs on one thread (the engine's); Slurm calls block.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +74,9 @@ class Responder {
   // Follows requeued jobs until they run again, for the timeline.
   void follow_requeued(WallTime now);
 
+  // When the next journal entry or follow-up is due: the engine wakes for it.
+  std::optional<WallTime> next_due() const;
+
   nlohmann::json status() const;
 
  private:
@@ -81,7 +93,15 @@ class Responder {
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);
-  void release_hold(std::uint32_t job_id);
+  // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
+  // false: waiting, the entry's next try is set.
+  std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
+  std::expected<bool, std::string> requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now);
+  std::expected<bool, std::string> requeue_annotate(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> next_step(const JournalEntry& e, RequeueStep step, WallTime now);
+  std::expected<std::optional<std::string>, std::string> node_still_schedulable(const JournalEntry& e);
+  void follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now);
 
   struct Followed {
     std::uint32_t job_id;
@@ -99,6 +119,9 @@ class Responder {
   std::string fault_code_;
   std::uint32_t healthy_passes_ = 0;
   std::string withheld_;  // why the last drain was withheld (share limit), for status
+  std::string overridden_;  // the fault code under which the node was found back in service
+  bool journal_unwritable_ = false;
+  std::map<std::uint64_t, std::uint32_t> release_waits_;  // by journal entry: looks at a COMPLETING job
   std::vector<Followed> followed_;
 };
 

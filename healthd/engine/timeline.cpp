@@ -14,33 +14,47 @@ std::expected<void, std::string> Timeline::load() {
   if (j.is_null()) return {};
   try {
     jobs_.clear();
-    for (const auto& [id, events] : j.at("jobs").items())
-      for (const auto& e : events)
+    constexpr std::int64_t kMaxMs = 16'725'225'600'000;  // 2500-01-01: anything later is damage
+    for (const auto& [id, events] : j.at("jobs").items()) {
+      if (id.empty() || id.size() > 10 || id.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoull(id) > 0xFFFFFFFFull)
+        return std::unexpected(file_.string() + ": bad content: job id " + nlohmann::json(id).dump());
+      for (const auto& e : events) {
+        const auto& at = e.at("at_ms");
+        if (!at.is_number_integer() || at.get<std::int64_t>() < 0 || at.get<std::int64_t>() > kMaxMs)
+          return std::unexpected(file_.string() + ": bad content: at_ms is not a time: " + at.dump());
         jobs_[static_cast<std::uint32_t>(std::stoul(id))].push_back(
-            {std::chrono::system_clock::time_point(std::chrono::milliseconds(e.at("at_ms").get<std::int64_t>())),
-             e.at("node").get<std::string>(), e.at("event").get<std::string>(), e.at("detail").get<std::string>()});
+            {from_epoch_ms(at.get<std::int64_t>()), e.at("node").get<std::string>(), e.at("event").get<std::string>(),
+             e.at("detail").get<std::string>()});
+      }
+    }
   } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());
   }
   return {};
 }
 
-std::expected<void, std::string> Timeline::save_locked() const {
+std::string Timeline::serialize() const {
+  std::lock_guard lock(mutex_);
   nlohmann::json jobs = nlohmann::json::object();
   for (const auto& [id, events] : jobs_) {
     auto& arr = jobs[std::to_string(id)] = nlohmann::json::array();
     for (const auto& e : events)
       arr.push_back({{"at_ms", to_epoch_ms(e.at)}, {"node", e.node}, {"event", e.event}, {"detail", e.detail}});
   }
-  return write_file_atomically(file_, nlohmann::json{{"version", 1}, {"jobs", jobs}}.dump());
+  return dump_state(nlohmann::json{{"version", 1}, {"jobs", jobs}});
 }
 
 void Timeline::record(std::uint32_t job_id, TimelineEvent e) {
-  std::lock_guard lock(mutex_);
   spdlog::info("job {}: {}{}{}", job_id, e.event, e.detail.empty() ? "" : ": ", e.detail);
-  jobs_[job_id].push_back(std::move(e));
+  std::lock_guard lock(mutex_);
+  auto& events = jobs_[job_id];
+  events.push_back(std::move(e));
+  constexpr std::size_t kKeepFirst = 8;
+  if (events.size() > max_events_ && max_events_ > kKeepFirst)
+    events.erase(events.begin() + static_cast<std::ptrdiff_t>(kKeepFirst));
   while (jobs_.size() > max_jobs_) jobs_.erase(jobs_.begin());  // job ids grow: the oldest go first
-  if (auto r = save_locked(); !r) spdlog::error("timeline: {}", r.error());
+  writer_.submit([this] { return serialize(); });
 }
 
 std::vector<TimelineEvent> Timeline::events(std::uint32_t job_id) const {

@@ -1,5 +1,7 @@
 // The responder's policy against a recording Slurm: what it drains, requeues and resumes, and what it
 // never touches.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "engine/responder.hpp"
@@ -10,16 +12,37 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Thrown by the fake at a chosen Slurm call: the daemon dies there (SIGKILL), before or after the call.
+struct Killed {};
+
 class FakeSlurm : public SlurmClient {
  public:
   std::map<std::string, NodeInfo> nodes;
   std::map<std::uint32_t, JobInfo> jobs;
   std::vector<std::string> calls;
   bool answering = true;
+  bool drain_fails = false;
+  // A requeued job shows COMPLETING for this many reads before PENDING, as slurmctld's does.
+  int completing_reads = 0;
+  std::map<std::uint32_t, int> completing_left;
+  // Every Slurm call is numbered; at kill_at the daemon dies, before the call or just after it.
+  int call_no = 0;
+  int kill_at = 0;
+  bool kill_after = false;
+  void before() {
+    ++call_no;
+    if (call_no == kill_at && !kill_after) throw Killed{};
+  }
+  void after() {
+    if (call_no == kill_at && kill_after) throw Killed{};
+  }
 
   std::expected<NodeInfo, std::string> node(const std::string& name) override {
+    before();
     if (!answering) return std::unexpected(std::string("Slurm did not answer"));
-    return nodes.at(name);
+    auto n = nodes.at(name);
+    after();
+    return n;
   }
   std::expected<std::vector<NodeInfo>, std::string> partition_nodes(const std::string&) override {
     std::vector<NodeInfo> out;
@@ -27,14 +50,21 @@ class FakeSlurm : public SlurmClient {
     return out;
   }
   std::expected<JobInfo, std::string> job(std::uint32_t id) override {
+    before();
     if (!answering) return std::unexpected(std::string("Slurm did not answer"));
-    return jobs.at(id);
+    if (jobs[id].state == "COMPLETING" && --completing_left[id] <= 0) jobs[id].state = "PENDING";
+    auto j = jobs.at(id);
+    after();
+    return j;
   }
   std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string&) override { return {}; }
   std::expected<void, std::string> drain(const std::string& n, const std::string& reason) override {
+    before();
+    if (drain_fails || !answering) return std::unexpected(std::string("Unable to contact slurm controller"));
     calls.push_back("drain " + n);
     nodes[n].state = "MIXED+DRAIN";
     nodes[n].reason = reason;
+    after();
     return {};
   }
   bool reboot_program = true;  // the cluster has a RebootProgram
@@ -56,18 +86,30 @@ class FakeSlurm : public SlurmClient {
     return {};
   }
   std::expected<void, std::string> requeue(std::uint32_t id) override {
+    before();
+    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
     calls.push_back("requeue " + std::to_string(id));
     if (jobs[id].state != "RUNNING") return std::unexpected(std::string("Job is pending execution"));
-    jobs[id].state = "PENDING";
+    jobs[id].state = completing_reads > 0 ? "COMPLETING" : "PENDING";
+    completing_left[id] = completing_reads;
     jobs[id].restart_count++;
+    after();
     return {};
   }
   std::expected<void, std::string> release_hold(std::uint32_t id) override {
+    before();
+    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
     calls.push_back("release " + std::to_string(id));
+    if (jobs[id].state != "PENDING") calls.push_back("release too early " + std::to_string(id));
+    after();
     return {};
   }
   std::expected<void, std::string> set_comment(std::uint32_t id, const std::string& c) override {
+    before();
+    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
     jobs[id].comment = c;
+    calls.push_back("comment " + std::to_string(id));
+    after();
     return {};
   }
   std::expected<void, std::string> signal_job(std::uint32_t id, const std::string& sig) override {
@@ -385,4 +427,227 @@ TEST(Responder, AHardwareFaultDuringTheGraceDoesNotWaitForIt) {
   f.sweep(true);  // XID 79 on top of the notice
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
   EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus");
+}
+
+// ---- Issue 10: promises kept under faults ----
+
+namespace {
+// Runs the incident of Fixture::sweep(true) on a daemon killed at Slurm call `kill_at`, then on a
+// restarted daemon (journal read back from disk) until nothing is pending.
+struct KilledIncident {
+  Fixture f;
+  std::unique_ptr<Journal> journal;
+  std::unique_ptr<Responder> responder;
+  bool died = false;
+  int calls_before_restart = 0;
+
+  KilledIncident(int kill_at, bool after) {
+    f.slurm.completing_reads = 3;
+    f.slurm.kill_at = kill_at;
+    f.slurm.kill_after = after;
+    try {
+      f.sweep(true);
+      for (int i = 0; i < 20 && !f.journal.pending().empty(); ++i) f.responder->run_due(f.now += 100ms);
+    } catch (const Killed&) {
+      died = true;
+    }
+    f.slurm.kill_at = 0;
+    calls_before_restart = f.slurm.call_no;
+    journal = std::make_unique<Journal>(f.dir / "journal.json");
+    EXPECT_TRUE(journal->load());
+    responder = std::make_unique<Responder>("n2", f.policy, f.slurm, *journal, f.timeline);
+    // After the restart the node is still faulty: sweeps go on, and the journal is replayed.
+    for (int i = 0; i < 40 && (i < 3 || !journal->pending().empty()); ++i) {
+      CheckResult r;
+      r.check = "kernel_log";
+      r.status = Status::fault;
+      r.code = "GPU-XID-79";
+      r.message = "fallen off the bus";
+      r.action = Action::drain;
+      std::vector<LocalJob> jobs;
+      if (f.slurm.jobs[7].restart_count == 0 && f.slurm.jobs[7].state == "RUNNING") jobs.push_back({7, 0, true});
+      responder->on_sweep({r}, jobs, std::nullopt, f.now);
+      responder->run_due(f.now);
+      f.now += 100ms;
+    }
+  }
+};
+}  // namespace
+
+// Item 9: healthd SIGKILLed between `scontrol requeue` and the hold release left the job held for
+// Slurm's two minutes. Killed before or after any Slurm call of the incident, the restarted daemon
+// finishes every step once: one requeue, the comment set, the hold released once the job is PENDING.
+TEST(ResponderUnderKills, EveryStepIsFinishedOnceWhereverTheDaemonDies) {
+  int calls = 0;
+  {
+    KilledIncident clean(0, false);
+    calls = clean.calls_before_restart;
+    EXPECT_EQ(clean.f.slurm.count("release 7"), 1);
+  }
+  ASSERT_GE(calls, 6);
+  for (int at = 1; at <= calls; ++at)
+    for (bool after : {false, true}) {
+      SCOPED_TRACE("killed " + std::string(after ? "after" : "before") + " Slurm call " + std::to_string(at));
+      KilledIncident k(at, after);
+      EXPECT_TRUE(k.died);
+      EXPECT_EQ(k.f.slurm.count("drain n2"), 1);
+      EXPECT_EQ(k.f.slurm.count("requeue 7"), 1);
+      EXPECT_EQ(k.f.slurm.jobs[7].restart_count, 1u);
+      EXPECT_GE(k.f.slurm.count("release 7"), 1);
+      EXPECT_EQ(k.f.slurm.count("release too early 7"), 0);
+      EXPECT_NE(k.f.slurm.jobs[7].comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
+      EXPECT_TRUE(k.journal->pending().empty());
+      // the comment comes before the release: the restarted job reads it
+      auto comment = std::find(k.f.slurm.calls.begin(), k.f.slurm.calls.end(), "comment 7");
+      auto release = std::find(k.f.slurm.calls.begin(), k.f.slurm.calls.end(), "release 7");
+      EXPECT_LT(comment - k.f.slurm.calls.begin(), release - k.f.slurm.calls.begin());
+    }
+}
+
+TEST(Responder, TheHoldIsReleasedOnlyOnceTheJobIsPendingWithoutBlockingTheEngine) {
+  Fixture f;
+  f.slurm.completing_reads = 4;
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.count("release 7"), 0);  // still COMPLETING: the entry waits, run_due returned
+  ASSERT_TRUE(f.responder->next_due());
+  EXPECT_LE(*f.responder->next_due() - f.now, 100ms);
+  for (int i = 0; i < 10; ++i) f.responder->run_due(f.now += 50ms);
+  EXPECT_EQ(f.slurm.count("release 7"), 1);
+  EXPECT_EQ(f.slurm.count("release too early 7"), 0);
+}
+
+// Item 10: an admin resumed a node whose fault persisted; every auto-resume job landing there was
+// requeued, until one reached its cap. Now it is said once and no job is requeued onto the fault.
+TEST(Responder, AnAdminResumeOfAStillFaultyNodeIsRespectedWithoutARequeueLoop) {
+  Fixture f;
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("requeue 7"), 1);
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};  // scontrol update state=resume
+  for (std::uint32_t id = 8; id < 12; ++id) {
+    f.slurm.jobs[id] = JobInfo{id, "RUNNING", "", 0, "n2", ""};
+    for (int i = 0; i < 3; ++i) f.sweep(true, {{id, 0, true}});
+    EXPECT_EQ(f.slurm.count("requeue " + std::to_string(id)), 0);
+    EXPECT_TRUE(f.timeline.has_event(id, "not requeued"));
+  }
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);  // the admin's decision stands
+  EXPECT_NE(f.responder->status().value("admin_override", "").find("GPU-XID-79"), std::string::npos);
+  // Once the node checks healthy, the next fault is a new episode: drained again, requeued again.
+  f.sweep(false);
+  EXPECT_FALSE(f.responder->status().contains("admin_override"));
+  f.slurm.jobs[20] = JobInfo{20, "RUNNING", "", 0, "n2", ""};
+  f.sweep(true, {{20, 0, true}});
+  EXPECT_EQ(f.slurm.count("drain n2"), 2);
+  EXPECT_EQ(f.slurm.count("requeue 20"), 1);
+}
+
+// Item 13: after Slurm errors the requeue's backoff was reset every sweep while the drain kept its
+// own, and a job was released 11 s before its faulty node was drained.
+TEST(Responder, ARequeueNeverOvertakesTheDrainOfItsNode) {
+  Fixture f;
+  f.slurm.drain_fails = true;
+  for (int i = 0; i < 30; ++i) f.sweep(true);  // a sweep a second for 30 s, the drain failing
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_EQ(f.slurm.count("release 7"), 0);
+  f.slurm.drain_fails = false;
+  f.now += 61s;  // past the drain's backoff
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  ASSERT_EQ(f.slurm.count("requeue 7"), 1);
+  auto drain = std::find(f.slurm.calls.begin(), f.slurm.calls.end(), "drain n2");
+  auto requeue = std::find(f.slurm.calls.begin(), f.slurm.calls.end(), "requeue 7");
+  EXPECT_LT(drain, requeue);
+}
+
+TEST(Responder, AWithheldDrainWithholdsTheRequeueToo) {
+  PolicyConfig p;
+  p.max_drained_share = 0.5;
+  Fixture f(p);
+  f.slurm.nodes["n1"].state = "IDLE+DRAIN";
+  f.slurm.nodes["n3"].state = "DOWN+DRAIN";
+  f.sweep(true);
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_TRUE(f.timeline.has_event(7, "not requeued"));
+}
+
+// Item 12: Journal::add carried the action out even when its save failed.
+TEST(Responder, NothingIsCarriedOutUntilTheJournalIsWritten) {
+  ar::test::TempDir dir;
+  FakeSlurm slurm;
+  for (const char* n : {"n1", "n2", "n3"}) slurm.nodes[n] = NodeInfo{n, "IDLE", "", {"debug"}};
+  slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
+  const auto state = dir / "state";  // missing: every journal write fails, as on a full filesystem
+  Journal journal(state / "journal.json");
+  Timeline timeline(dir / "timeline.json");
+  Responder r("n2", PolicyConfig{}, slurm, journal, timeline);
+  CheckResult fault;
+  fault.check = "kernel_log";
+  fault.status = Status::fault;
+  fault.code = "GPU-XID-79";
+  fault.message = "fallen off the bus";
+  fault.action = Action::drain;
+  WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
+  for (int i = 0; i < 5; ++i) {
+    r.on_sweep({fault}, {{7, 0, true}}, std::nullopt, now);
+    r.run_due(now);
+    now += 1s;
+  }
+  EXPECT_TRUE(slurm.calls.empty());
+  EXPECT_FALSE(r.status().value("journal_written", true));
+  std::filesystem::create_directory(state);  // space freed
+  r.run_due(now);
+  EXPECT_EQ(slurm.count("drain n2"), 1);
+  EXPECT_EQ(slurm.count("requeue 7"), 1);
+  Journal back(state / "journal.json");
+  ASSERT_TRUE(back.load());
+  EXPECT_TRUE(back.pending().empty());
+  EXPECT_TRUE(back.requeued(7, 0));
+}
+
+// Item 15: the timeline said "started and now CANCELLED on , 46.5 s" for a job cancelled while pending.
+TEST(Responder, AJobCancelledWhilePendingIsNotSaidToHaveStarted) {
+  Fixture f;
+  f.sweep(true);
+  f.slurm.jobs[7].state = "CANCELLED";
+  f.slurm.jobs[7].node_list = "";
+  f.responder->follow_requeued(f.now + 1s);
+  EXPECT_FALSE(f.timeline.has_event(7, "running again"));
+  auto events = f.timeline.events(7);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().event, "ended");
+  EXPECT_NE(events.back().detail.find("without being seen running again"), std::string::npos);
+}
+
+TEST(Responder, FollowingARequeuedJobSlowsDownWhileItWaits) {
+  Fixture f;
+  f.sweep(true);  // requeued and released; PENDING from here on
+  const int before = f.slurm.call_no;
+  for (int s = 0; s < 600; ++s) f.responder->follow_requeued(f.now + std::chrono::seconds(s));  // ten minutes
+  const int reads = f.slurm.call_no - before;
+  EXPECT_LT(reads, 120);  // was 3.5 a second: about 2,000
+  EXPECT_GT(reads, 10);
+}
+
+// Item 16 (state files): a journal whose numbers are out of range is refused, naming file and key.
+TEST(Journal, OutOfRangeNumbersAreRefusedNotWrapped) {
+  for (const char* bad : {R"("job_id": -1)", R"("job_id": 1.5)", R"("job_id": 4294967296)", R"("job_id": "7")"}) {
+    ar::test::TempDir dir;
+    std::string text = std::string(R"({"version":1,"next_id":5,"requeued":[],"fault_history_ms":[],"pending":[{"id":1,"kind":"requeue","node":"n2",)") +
+                       bad + R"(,"restart_count":0,"code":"X","reason":"r","created_ms":1,"attempts":0,"next_try_ms":1,"last_error":""}]})";
+    { std::ofstream(dir / "journal.json") << text; }
+    Journal j(dir / "journal.json");
+    auto r = j.load();
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("journal.json"), std::string::npos);
+    EXPECT_NE(r.error().find("job_id"), std::string::npos) << r.error();
+  }
+  ar::test::TempDir dir;
+  { std::ofstream(dir / "journal.json") << R"({"version":1,"next_id":5,"requeued":[],"pending":[],"fault_history_ms":[99999999999999999]})"; }
+  Journal j(dir / "journal.json");
+  auto r = j.load();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("not a time"), std::string::npos);
 }
