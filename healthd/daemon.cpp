@@ -231,8 +231,11 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     for (const auto& [xid, rule] : config.gpu.xid_rules) policy.set(xid, rule);
     xids = std::make_shared<XidCheck>(policy, config.gpu.xid_hold, config.state_dir / "gpu_xid.json",
                                       under_root(config.host_root, config.gpu.boot_id));
-    checks.push_back(xids);
+    // The GPU check first: its snapshot names each GPU (index, bus id, UUID) for the XID check, which
+    // judges after it in the same sweep; the other way round, the first sweep after a restart drained
+    // with "XID 79 on 0000:17:00" and no GPU named.
     checks.push_back(std::make_shared<GpuCheck>(config.gpu.library, config.gpu.thresholds, config.gpu.deadline, xids));
+    checks.push_back(xids);
     if (kernel_log)
       kernel_log->set_line_hook([xids](const std::string& line) {
         auto e = parse_xid_line(line);

@@ -41,7 +41,14 @@ std::optional<CheckResult> worst_fault(const std::vector<CheckResult>& results) 
 }  // namespace
 
 Responder::Responder(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline)
-    : node_(std::move(node)), policy_(policy), slurm_(slurm), journal_(journal), timeline_(timeline) {}
+    : node_(std::move(node)), policy_(policy), slurm_(slurm), journal_(journal), timeline_(timeline) {
+  // A restart in the middle of an episode is not a new one: the fault healthd drained for (and that an
+  // admin may have overridden since) is not drained for again, nor counted again towards flapping.
+  if (const auto& own = journal_.own_drain()) {
+    faulty_ = true;
+    fault_code_ = own->code;
+  }
+}
 
 void Responder::journal(JournalEntry e) {
   if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());

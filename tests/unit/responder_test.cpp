@@ -651,3 +651,24 @@ TEST(Journal, OutOfRangeNumbersAreRefusedNotWrapped) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().find("not a time"), std::string::npos);
 }
+
+TEST(Responder, ARestartDuringAnEpisodeDoesNotMakeANewOne) {
+  PolicyConfig p;
+  p.flap_max_faults = 2;
+  Fixture f(p);
+  f.sweep(true);
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};  // an admin resumed it
+  Journal reloaded(f.dir / "journal.json");
+  ASSERT_TRUE(reloaded.load());
+  Responder again("n2", f.policy, f.slurm, reloaded, f.timeline);
+  CheckResult r;
+  r.check = "kernel_log";
+  r.status = Status::fault;
+  r.code = "GPU-XID-79";
+  r.message = "fallen off the bus";
+  r.action = Action::drain;
+  again.on_sweep({r}, {}, std::nullopt, f.now);
+  again.run_due(f.now);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);  // not drained again behind the admin's back
+  EXPECT_EQ(reloaded.fault_history().size(), 1u);  // and not one fault more towards flapping
+}
