@@ -54,7 +54,19 @@ for c in "${cases[@]}"; do
   run_case "life-$clients-$tasks" --clients "$clients" --tasks "$tasks" --steps "$n" --job-base $((2000000 + clients * 1000))
 done
 
+# A task-failure storm: one auto-resume step of 2,000 tasks all failing (NCCL aborting on every rank).
+# Each failed task used to write and fsync the timeline on the event loop and queue a sweep of its own.
+storm_tasks=${BENCH_STORM_TASKS:-2000}
+echo "-- storm: one step of $storm_tasks failing tasks"
+run_case "ping-storm" --clients 1 --tasks "$storm_tasks" --steps 1 --job-base 3000000 --ping
+run_case "life-storm" --clients 1 --tasks "$storm_tasks" --steps 1 --job-base 3000000 --wait-status 256
+
 bench_say "protocol figures"
+l=life-storm p=ping-storm
+emit protocol "task-failure storm: latency p50/p99, $storm_tasks failing tasks" \
+  "$(fmt "$(field "$l" p50_ms)" 2)/$(fmt "$(field "$l" p99_ms)" 2) ms" \
+  "$(fmt "$(field "$p" p50_ms)" 2)/$(fmt "$(field "$p" p99_ms)" 2) ms (ping)" "<< 200 ms (plugin timeout)" \
+  "$(field "$l" slow) replies slower than $(field "$l" slow_ms) ms, $(field "$l" errors) failed; max $(fmt "$(field "$l" max_ms)" 1) ms"
 for c in "${cases[@]}"; do
   read -r clients tasks <<<"$c"
   l=life-$clients-$tasks p=ping-$clients-$tasks
