@@ -288,15 +288,11 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   };
 
   // Kernel-log events: a new fault line makes the node be judged now, not at the next sweep, so a job
-  // hung on a dead GPU is requeued without waiting for it to exit.
-  asio::steady_timer kmsg_timer(io);
-  std::function<void()> schedule_kmsg = [&] {
-    kmsg_timer.expires_after(config.kernel_log.poll_interval);
-    kmsg_timer.async_wait([&](const asio::error_code& e) {
-      if (e) return;
-      if (kernel_log->poll()) engine.request_sweep("kernel log event", running_jobs(registry));
-      schedule_kmsg();
-    });
+  // hung on a dead GPU is requeued without waiting for it to exit. The log is read and matched on the
+  // check's own thread (no line can stall the socket server); the sweep is asked for on the event
+  // loop, which owns the job registry.
+  auto on_kmsg_fault = [&io, &engine, &registry] {
+    asio::post(io, [&engine, &registry] { engine.request_sweep("kernel log event", running_jobs(registry)); });
   };
 
   // NVML events: an XID as it happens makes the node be judged now (on the event loop, which owns the
@@ -337,7 +333,6 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
     server.stop();
     prune_timer.cancel();
     sweep_timer.cancel();
-    kmsg_timer.cancel();
     poll_timer.cancel();
     io.stop();
   });
@@ -372,7 +367,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   engine.start();
   if (nvml_events) nvml_events->start();
   schedule_sweep();
-  if (kernel_log) schedule_kmsg();
+  if (kernel_log) kernel_log->start(on_kmsg_fault);
   if (poll_every.count() > 0) schedule_poll();
   sd_notify(0, "READY=1");
   // No input may end the event loop: a handler that throws is logged and the loop goes on (asio
@@ -387,6 +382,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
       spdlog::error("healthd: event loop: unknown exception; carrying on");
     }
   }
+  if (kernel_log) kernel_log->stop();
   if (nvml_events) nvml_events->stop();
   engine.stop();
   save_registry();  // whatever changed since the last write

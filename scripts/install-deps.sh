@@ -10,7 +10,7 @@ packages=(
   libslurm-dev slurmctld slurmd slurm-client munge
   # daemon libraries (see README "Dependencies")
   nlohmann-json3-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
-  libsystemd-dev libcurl4-openssl-dev libasio-dev
+  libsystemd-dev libcurl4-openssl-dev libasio-dev libre2-dev
   # tests
   googletest libgtest-dev libgmock-dev bats procps python3
 )

@@ -7,9 +7,15 @@
 #include <spdlog/spdlog.h>
 
 #include "actions/process.hpp"
+#include "text/text.hpp"
 
 namespace ar::healthd {
 namespace {
+
+// dcgmi's output is outside text: each piece kept is sanitized (control characters can sit in JSON
+// strings as \u001b) and short, and a message that reaches a Slurm reason is one line.
+constexpr std::size_t kMaxField = 200;
+constexpr std::size_t kMaxMessage = 200;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -49,13 +55,15 @@ void walk(const nlohmann::json& j, const std::string& test, std::vector<DcgmFind
     auto st = lower(j.at("status").get<std::string>());
     if (st == "fail" || st == "warn") {
       DcgmFinding f;
-      f.test = name;
+      f.test = sanitize(name, kMaxField);
       f.status = st == "fail" ? "Fail" : "Warn";
       if (j.contains("gpu_ids")) f.gpus = text_of(j.at("gpu_ids"));
       else if (j.contains("gpu_id")) f.gpus = text_of(j.at("gpu_id"));
       else if (j.contains("entity_id")) f.gpus = text_of(j.at("entity_id"));
+      f.gpus = sanitize(f.gpus, kMaxField);
       for (const char* k : {"warnings", "warning", "info", "error"})
         if (j.contains(k) && f.message.empty()) f.message = text_of(j.at(k));
+      f.message = sanitize(f.message, kMaxField);
       out.push_back(f);
     }
   }
@@ -70,7 +78,8 @@ std::expected<std::vector<DcgmFinding>, std::string> parse_dcgm_diag(const std::
   try {
     doc = nlohmann::json::parse(json);
   } catch (const nlohmann::json::exception& e) {
-    return std::unexpected(std::string("not JSON: ") + e.what());
+    // nlohmann quotes the bytes it stopped at, whatever they are.
+    return std::unexpected(sanitize(std::string("not JSON: ") + e.what(), kMaxField));
   }
   if (!doc.is_object()) return std::unexpected(std::string("not a JSON object"));
   std::vector<DcgmFinding> out;
@@ -118,7 +127,7 @@ CheckResult DcgmCheck::diagnose() {
   }
   auto findings = parse_dcgm_diag(p->out);
   if (!findings) {
-    auto err = p->err.substr(0, p->err.find('\n'));
+    auto err = sanitize(std::string_view(p->err).substr(0, p->err.find('\n')), kMaxField);
     r.message = what + ": exit " + std::to_string(p->exit_code) + ", output " + findings.error() +
                 (err.empty() ? "" : " (" + err + ")");
     return r;
@@ -139,7 +148,7 @@ CheckResult DcgmCheck::diagnose() {
   r.code = "GPU-DCGM-DIAG";
   r.message = what + ": " + worst->test + " " + (worst->status == "Fail" ? "failed" : "warned") +
               (worst->gpus.empty() ? "" : " on GPU " + worst->gpus) + (worst->message.empty() ? "" : ": " + worst->message);
-  if (r.message.size() > 200) r.message = r.message.substr(0, 197) + "...";
+  r.message = truncate_utf8(std::move(r.message), kMaxMessage);
   if (worst->status == "Fail") {
     r.status = config_.action >= Action::drain ? Status::fault : Status::warn;
     r.action = config_.action;

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/text.hpp"
+
 namespace ar::healthd {
 namespace {
 
@@ -13,9 +15,10 @@ std::string upper_code(std::string s) {
   return s;
 }
 
+// A JSON string may hold control characters (\u001b): sanitized, as all text from IMDS.
 std::string field(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+  return it != j.end() && it->is_string() ? sanitize(it->get<std::string>(), 200) : "";
 }
 
 }  // namespace

@@ -1,11 +1,33 @@
 #include "kernel_log_check.hpp"
 
+#include <condition_variable>
 
+#include <re2/re2.h>
 #include <spdlog/spdlog.h>
 
 #include "state/atomic_file.hpp"
+#include "text/text.hpp"
 
 namespace ar::healthd {
+namespace {
+
+// What a matched line may put into a Slurm reason: one short line.
+constexpr std::size_t kMaxMessage = 160;
+constexpr std::size_t kMaxCapture = 64;
+
+std::unique_ptr<re2::RE2> compile(const std::string& pattern) {
+  RE2::Options options;
+  options.set_log_errors(false);  // an error is reported once, by the config loader, with its position
+  return std::make_unique<re2::RE2>(pattern, options);
+}
+
+}  // namespace
+
+std::optional<std::string> kernel_log_pattern_error(const std::string& pattern) {
+  auto re = compile(pattern);
+  if (re->ok()) return std::nullopt;
+  return re->error();
+}
 
 std::vector<KernelLogRule> default_kernel_log_rules() {
   // GPU XID lines are not here: the XID check takes them (see set_line_hook) and judges them by its
@@ -23,21 +45,33 @@ std::vector<KernelLogRule> default_kernel_log_rules() {
 }
 
 KernelLogMatcher::KernelLogMatcher(const std::vector<KernelLogRule>& rules) {
-  for (const auto& r : rules) rules_.push_back({r, std::regex(r.pattern, std::regex::ECMAScript | std::regex::optimize)});
+  for (const auto& r : rules) {
+    auto re = compile(r.pattern);
+    // The config loader refused bad patterns already; a built-in one that fails is a bug, said once.
+    if (!re->ok()) {
+      spdlog::error("kernel_log: rule {}: pattern not used: {}", r.code, re->error());
+      continue;
+    }
+    rules_.push_back({r, std::move(re)});
+  }
 }
+
+KernelLogMatcher::~KernelLogMatcher() = default;
+KernelLogMatcher::KernelLogMatcher(KernelLogMatcher&&) noexcept = default;
+KernelLogMatcher& KernelLogMatcher::operator=(KernelLogMatcher&&) noexcept = default;
 
 std::optional<KernelLogFault> KernelLogMatcher::match(const std::string& line) const {
   for (const auto& c : rules_) {
-    std::smatch m;
-    if (!std::regex_search(line, m, c.re)) continue;
+    re2::StringPiece groups[2];
+    const int wanted = std::min(1 + c.re->NumberOfCapturingGroups(), 2);
+    if (!c.re->Match(line, 0, line.size(), RE2::UNANCHORED, groups, wanted)) continue;
     KernelLogFault f;
     f.code = c.rule.code;
-    if (auto pos = f.code.find("$1"); pos != std::string::npos) f.code.replace(pos, 2, m.size() > 1 ? m[1].str() : "");
-    f.message = c.rule.message.empty() ? line : c.rule.message;
-    // Trim to one short line: it ends up in the Slurm reason.
-    for (auto& ch : f.message)
-      if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
-    if (f.message.size() > 160) f.message = f.message.substr(0, 157) + "...";
+    if (auto pos = f.code.find("$1"); pos != std::string::npos) {
+      const auto& g = groups[1];
+      f.code.replace(pos, 2, wanted > 1 && !g.empty() ? sanitize({g.data(), g.size()}, kMaxCapture) : "");
+    }
+    f.message = sanitize(c.rule.message.empty() ? line : c.rule.message, kMaxMessage);
     f.action = c.rule.action;
     return f;
   }
@@ -65,6 +99,34 @@ KernelLogCheck::KernelLogCheck(const KernelLogConfig& config, const std::filesys
   load();
 }
 
+KernelLogCheck::~KernelLogCheck() { stop(); }
+
+void KernelLogCheck::start(std::function<void()> on_new_fault) {
+  stop();
+  watcher_ = std::jthread([this, cb = std::move(on_new_fault)](std::stop_token stop) { watch(stop, cb); });
+}
+
+void KernelLogCheck::stop() {
+  if (!watcher_.joinable()) return;
+  watcher_.request_stop();
+  watcher_.join();
+}
+
+void KernelLogCheck::watch(std::stop_token stop, const std::function<void()>& on_new_fault) {
+  std::mutex m;
+  std::condition_variable_any wake;  // woken only by stop(): the wait is the poll interval
+  std::unique_lock lock(m);
+  while (!stop.stop_requested()) {
+    // Nothing may end this thread but stop(): a failed poll is logged and the next one tried.
+    try {
+      if (poll() && on_new_fault) on_new_fault();
+    } catch (const std::exception& e) {
+      spdlog::error("kernel_log: poll: {}", e.what());
+    }
+    wake.wait_for(lock, stop, config_.poll_interval, [] { return false; });
+  }
+}
+
 namespace {
 // Steady-clock times do not survive a restart; the state file holds wall-clock ages.
 std::int64_t age_ms(std::chrono::steady_clock::time_point t) {
@@ -79,7 +141,9 @@ void KernelLogCheck::save_locked() const {
   for (const auto& [code, f] : active_)
     faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines},
                       {"first_seen_ms", now_ms - age_ms(f.first_seen)}, {"last_seen_ms", now_ms - age_ms(f.last_seen)}});
-  if (auto r = write_file_atomically(state_file_, nlohmann::json{{"version", 1}, {"active", faults}}.dump()); !r)
+  const nlohmann::json j = {{"version", 1}, {"active", faults}};
+  // Texts are sanitized where they enter; `replace` makes sure a stray byte can never throw here.
+  if (auto r = write_file_atomically(state_file_, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)); !r)
     spdlog::error("kernel_log: {}", r.error());
 }
 
@@ -97,7 +161,7 @@ void KernelLogCheck::load() {
     for (const auto& fj : j.at("active")) {
       KernelLogFault f;
       f.code = fj.at("code").get<std::string>();
-      f.message = fj.at("message").get<std::string>();
+      f.message = sanitize(fj.at("message").get<std::string>(), kMaxMessage);  // written by an older version?
       f.action = parse_action(fj.at("action").get<std::string>()).value_or(Action::drain);
       f.lines = fj.at("lines").get<std::uint64_t>();
       f.first_seen = Clock::now() - std::chrono::milliseconds(now_ms - fj.at("first_seen_ms").get<std::int64_t>());

@@ -4,6 +4,10 @@
 // A matched line is an event. The check stays faulty for `hold` after the last matching line and then
 // passes again, so a stale line can never keep a node out forever; repeated faults are the
 // responder's business (flap detection). A burst of the same code within the hold counts once.
+//
+// Patterns are RE2 (linear-time matching, no recursion: no line or pattern can stall or overflow
+// the matcher; backreferences and lookarounds are refused when the config is loaded). The log is
+// read and matched on the check's own watcher thread, never on the event loop that answers clients.
 #pragma once
 
 #include <chrono>
@@ -11,14 +15,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
+#include <optional>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 #include "check.hpp"
 #include "collectors/kernel_log_reader.hpp"
 #include "config/config.hpp"
 
+namespace re2 {
+class RE2;
+}
+
 namespace ar::healthd {
+
+// Why `pattern` is not a rule pattern (RE2's own words), or nullopt when it compiles; the config
+// loader and the matcher compile with the same options.
+std::optional<std::string> kernel_log_pattern_error(const std::string& pattern);
 
 // The built-in rules, in match order (first match wins).
 std::vector<KernelLogRule> default_kernel_log_rules();
@@ -37,13 +51,18 @@ struct KernelLogFault {
 class KernelLogMatcher {
  public:
   explicit KernelLogMatcher(const std::vector<KernelLogRule>& rules);
+  ~KernelLogMatcher();
+  KernelLogMatcher(KernelLogMatcher&&) noexcept;
+  KernelLogMatcher& operator=(KernelLogMatcher&&) noexcept;
+
   // The fault a line reports, if any: code (with $1 replaced by the first capture), message, action.
+  // Any bytes: code and message come out sanitized and short (they end up in the Slurm reason).
   std::optional<KernelLogFault> match(const std::string& line) const;
 
  private:
   struct Compiled {
     KernelLogRule rule;
-    std::regex re;
+    std::unique_ptr<re2::RE2> re;
   };
   std::vector<Compiled> rules_;
 };
@@ -59,23 +78,31 @@ class KernelLogCheck : public Check {
   // the reader's start position after a restart, and a fault must not be forgotten with them.
   KernelLogCheck(const KernelLogConfig& config, const std::filesystem::path& host_root,
                  std::filesystem::path state_file = {});
+  ~KernelLogCheck() override;
 
   std::string name() const override { return "kernel_log"; }
   std::vector<CheckResult> run() override;
 
-  // Set before the first poll.
+  // Set before the first poll (and before start()).
   void set_line_hook(LineHook hook) { hook_ = std::move(hook); }
 
   // Reads new lines and records faults; true when a new fault code appeared (so the caller judges the
-  // node now rather than at the next sweep). Cheap: called every poll interval.
+  // node now rather than at the next sweep). Bounded work: called every poll interval.
   bool poll();
+
+  // Polls every poll interval on a thread of its own; `on_new_fault` is called on that thread when
+  // poll() says so (post it to the event loop). stop() joins it; the destructor stops it too.
+  void start(std::function<void()> on_new_fault);
+  void stop();
 
  private:
   CheckResult judge(Clock::time_point now);
   void save_locked() const;
   void load();
 
-  std::mutex mutex_;  // run() on the check thread, poll() on the event loop
+  void watch(std::stop_token stop, const std::function<void()>& on_new_fault);
+
+  std::mutex mutex_;  // poll() on the watcher thread and from run() on the engine's check thread
   KernelLogConfig config_;
   KernelLogReader reader_;
   KernelLogMatcher matcher_;
@@ -83,6 +110,7 @@ class KernelLogCheck : public Check {
   std::map<std::string, KernelLogFault> active_;
   std::filesystem::path state_file_;
   LineHook hook_;
+  std::jthread watcher_;  // last: stopped before the members it uses go
 };
 
 }  // namespace ar::healthd

@@ -2,17 +2,18 @@
 
 #include <cctype>
 
+#include "text/text.hpp"
+
 namespace ar::healthd {
 namespace {
 
 constexpr std::size_t kMaxOutput = 4096;  // a message, not a log: the rest is dropped unread
+constexpr std::size_t kMaxMessage = 200;
 
+// Any bytes the script printed: the first line, valid and without control characters (it goes
+// into the status, the log and a Slurm reason).
 std::string first_line(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  for (auto& c : line)
-    if (c == '\r' || c == '\t') c = ' ';
-  if (line.size() > 200) line = line.substr(0, 197) + "...";
-  return line;
+  return sanitize(std::string_view(text).substr(0, text.find('\n')), kMaxMessage);
 }
 
 std::string code_of(const std::string& name) {

@@ -1,18 +1,21 @@
 #include "xid_check.hpp"
 
+#include <charconv>
 #include <fstream>
-#include <regex>
 
+#include <re2/re2.h>
 #include <spdlog/spdlog.h>
 
 #include "state/atomic_file.hpp"
+#include "text/text.hpp"
 
 namespace ar::healthd {
 namespace {
 
 // NVML and the kernel log report the same XID a moment apart; closer than this it is one event.
 constexpr auto kSameEvent = std::chrono::seconds(5);
-
+// An event's text is shown in status and may reach a drain reason: one short line.
+constexpr std::size_t kMaxText = 160;
 
 std::string read_boot_id(const std::filesystem::path& file) {
   if (file.empty()) return {};
@@ -31,20 +34,18 @@ std::optional<XidEvent> parse_xid_line(const std::string& line) {
   // "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
   // Every kernel-log line passes here: the regex only runs on lines that can be XIDs.
   if (line.find("NVRM: Xid") == std::string::npos) return std::nullopt;
-  static const std::regex re(R"(NVRM: Xid \(PCI:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): ([0-9]+)\b)");
-  std::smatch m;
-  if (!std::regex_search(line, m, re)) return std::nullopt;
+  // RE2: linear in the line, whatever its length (std::regex recursed per character).
+  static const re2::RE2 re(R"(NVRM: Xid \(PCI:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): ([0-9]+)\b)");
+  re2::StringPiece m[3];
+  if (!re.Match(line, 0, line.size(), RE2::UNANCHORED, m, 3)) return std::nullopt;
   XidEvent e;
-  try {
-    e.xid = static_cast<unsigned>(std::stoul(m[2].str()));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  e.gpu = m[1].str();
+  const char* end = m[2].data() + m[2].size();
+  if (auto [ptr, ec] = std::from_chars(m[2].data(), end, e.xid); ec != std::errc() || ptr != end) return std::nullopt;
+  e.gpu.assign(m[1].data(), m[1].size());
   for (auto& c : e.gpu) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   e.source = "kernel_log";
-  e.text = line.substr(static_cast<std::size_t>(m.position(0)));
-  if (e.text.size() > 160) e.text = e.text.substr(0, 157) + "...";
+  const auto from = static_cast<std::size_t>(m[0].data() - line.data());
+  e.text = sanitize(std::string_view(line).substr(from), kMaxText);
   e.at = XidCheck::Clock::now();
   return e;
 }
@@ -77,7 +78,7 @@ bool XidCheck::record(const XidEvent& e) {
   t.xid = e.xid;
   t.gpu = e.gpu;
   t.action = rule.action;
-  t.text = e.text;
+  t.text = sanitize(e.text, kMaxText);  // whichever source: it is shown in status and reasons
   t.last_source = e.source;
   t.last_seen = e.at;
   ++t.total;
@@ -178,7 +179,9 @@ void XidCheck::save_locked() const {
                        {"text", t.text}, {"active", t.active}, {"judged", t.judged}});
   }
   nlohmann::json j = {{"version", 1}, {"boot_id", boot_id_}, {"tracked", tracked}};
-  if (auto r = write_file_atomically(state_file_, j.dump()); !r) spdlog::error("gpu_xid: {}", r.error());
+  // Texts are sanitized where they enter; `replace` makes sure a stray byte can never throw here.
+  const auto text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (auto r = write_file_atomically(state_file_, text); !r) spdlog::error("gpu_xid: {}", r.error());
 }
 
 void XidCheck::load() {
@@ -201,7 +204,7 @@ void XidCheck::load() {
       t.total = tj.at("total").get<std::uint64_t>();
       t.last_seen = from_epoch_ms(tj.at("last_ms").get<std::int64_t>());
       t.last_source = tj.at("source").get<std::string>();
-      t.text = tj.at("text").get<std::string>();
+      t.text = sanitize(tj.at("text").get<std::string>(), kMaxText);  // written by an older version?
       t.active = tj.at("active").get<bool>();
       t.judged = tj.at("judged").get<bool>();
       if (rebooted && cured_by_reboot(t.action)) {

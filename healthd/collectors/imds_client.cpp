@@ -5,6 +5,8 @@
 
 #include <curl/curl.h>
 
+#include "text/text.hpp"
+
 namespace ar::healthd {
 namespace {
 
@@ -60,6 +62,9 @@ std::expected<ImdsClient::Response, std::string> ImdsClient::request(bool put, c
   if (rc != CURLE_OK)
     return std::unexpected((put ? "PUT " : "GET ") + url + ": " + (error[0] != '\0' ? error : curl_easy_strerror(rc)));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  // Made valid where it enters: a body's text reaches status, logs and reasons, and the token goes
+  // into a header (no CR/LF can smuggle a second one in). Valid JSON stays valid JSON.
+  response.body = sanitize(response.body);
   return response;
 }
 

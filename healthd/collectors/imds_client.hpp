@@ -15,7 +15,8 @@ class ImdsClient {
   // `endpoint`: "http://169.254.169.254" (no trailing slash; a path prefix is allowed, for tests).
   ImdsClient(std::string endpoint, std::chrono::milliseconds timeout);
 
-  // The body of GET `path` ("/latest/meta-data/..."); nullopt on 404 (nothing there). Errors say
+  // The body of GET `path` ("/latest/meta-data/..."), sanitized (text/text.hpp: valid UTF-8, no
+  // control characters; tabs and newlines become spaces); nullopt on 404 (nothing there). Errors say
   // what was asked and why it failed: IMDS not reachable, refused token, unexpected status.
   std::expected<std::optional<std::string>, std::string> get(const std::string& path);
 

@@ -5,12 +5,13 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include <unistd.h>
 
 #include <toml++/toml.h>
+
+#include "checks/kernel_log_check.hpp"
 
 namespace ar::healthd {
 namespace {
@@ -198,11 +199,9 @@ std::expected<std::vector<KernelLogRule>, std::string> read_rules(const toml::no
     }
     if (rule.code.empty() || rule.pattern.empty())
       return std::unexpected(where(source, item.source()) + ": a [[checks.kernel_log.rule]] needs code and pattern");
-    try {
-      std::regex check(rule.pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return std::unexpected(where(source, item.source()) + ": rule " + rule.code + ": pattern is not a valid regex: " + e.what());
-    }
+    // Compiled as the matcher compiles it (RE2: no backreferences, no lookarounds).
+    if (auto error = kernel_log_pattern_error(rule.pattern))
+      return std::unexpected(where(source, item.source()) + ": rule " + rule.code + ": pattern is not a valid regex (RE2): " + *error);
     rules.push_back(rule);
   }
   return rules;

@@ -18,7 +18,7 @@
 
 namespace ar::healthd {
 
-// A kernel-log pattern rule: a line matching `pattern` (ECMAScript regex) is a fault `code`.
+// A kernel-log pattern rule: a line matching `pattern` (RE2 syntax) is a fault `code`.
 struct KernelLogRule {
   std::string code;
   std::string pattern;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "auto_resume/job_comment.hpp"
+#include "text/text.hpp"
 
 namespace ar::healthd {
 namespace {
@@ -19,16 +20,9 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
-// Slurm reasons are one line; keep them short enough to read in sinfo -R, and cut between
-// characters, never inside one (a cut UTF-8 sequence is what made state writes throw).
-std::string short_reason(std::string reason) {
-  constexpr std::size_t kMax = 240;
-  if (reason.size() <= kMax) return reason;
-  std::size_t cut = kMax - 3;
-  while (cut > 0 && (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) --cut;
-  reason.resize(cut);
-  return reason + "...";
-}
+// Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters
+// (never inside one: a cut UTF-8 sequence is what made state writes throw).
+std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), 240); }
 
 // The worst fault among results: fault status only (a broken check says nothing about the node).
 std::optional<CheckResult> worst_fault(const std::vector<CheckResult>& results) {
@@ -325,7 +319,7 @@ std::expected<std::optional<std::string>, std::string> Responder::node_still_sch
   if (!info) return std::unexpected(info.error());
   if (info->drained_or_draining() || info->reboot_pending()) return std::optional<std::string>();
   return std::optional<std::string>("node " + node_ + " is " + (info->state.empty() ? "in service" : info->state) +
-                                    (info->reason.empty() ? "" : " (" + info->reason + ")"));
+                                    (info->reason.empty() ? "" : " (" + sanitize(info->reason, 120) + ")"));
 }
 
 std::expected<bool, std::string> Responder::requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now) {

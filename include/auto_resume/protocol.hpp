@@ -147,8 +147,12 @@ inline nlohmann::json to_json(const Request& r) {
   return std::visit([](const auto& m) { return to_json(m); }, r);
 }
 
-// One framed line, newline included.
-inline std::string encode(const nlohmann::json& j) { return j.dump() + '\n'; }
+// One framed line, newline included. Never throws: a string that is not valid UTF-8 (text should be
+// sanitized where it enters, but one missed must not end a reply or the daemon's event loop) is
+// sent with U+FFFD in place of each bad byte.
+inline std::string encode(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+}
 
 inline nlohmann::json ok_reply(nlohmann::json data = nlohmann::json::object()) {
   return {{"v", kVersion}, {"ok", true}, {"data", std::move(data)}};

@@ -1,4 +1,6 @@
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -186,4 +188,152 @@ TEST(Config, BadRulesAreNamedWithTheirLine) {
   auto unknown_check = parse_config("[checks.gpu_magic]\nenabled = true\n", "f.toml");
   ASSERT_FALSE(unknown_check);
   EXPECT_NE(unknown_check.error().find("[checks.gpu_magic]"), std::string::npos) << unknown_check.error();
+}
+
+// --- Outside text: invalid bytes, control characters, huge lines, hostile patterns (issue 10) ---
+
+namespace {
+// What `healthctl status` does with a check result: a strict dump() threw on invalid UTF-8 and
+// ended the daemon's event loop.
+std::string dumped(const CheckResult& r) { return r.to_json().dump(); }
+
+void append_raw(const std::filesystem::path& f, const std::string& bytes) {
+  std::ofstream(f, std::ios::app | std::ios::binary) << bytes;
+}
+}  // namespace
+
+TEST(KernelLogCheck, InvalidUtf8InALineIsEscapedAndTheResultDumps) {
+  LogFixture f;
+  KernelLogCheck check(f.config, f.dir.path(), f.dir / "state.json");
+  append(f.log, "mce: [Hardware Error]: bad \xff\xfe");
+  ASSERT_TRUE(check.poll());
+  auto r = check.run().at(0);
+  EXPECT_EQ(r.code, "KMSG-MCE");
+  EXPECT_EQ(r.message, R"(mce: [Hardware Error]: bad \xff\xfe)");
+  std::string json;
+  ASSERT_NO_THROW(json = dumped(r));
+  EXPECT_NE(json.find(R"(bad \\xff\\xfe)"), std::string::npos) << json;
+  // The fault was written to the state file (its dump did not throw either) and survives a restart.
+  KernelLogCheck again(f.config, f.dir.path(), f.dir / "state.json");
+  EXPECT_EQ(again.run().at(0).message, r.message);
+}
+
+TEST(KernelLogCheck, TerminalEscapesNeverReachTheMessage) {
+  LogFixture f;
+  KernelLogCheck check(f.config, f.dir.path());
+  append(f.log, "mce: [Hardware Error]: \x1b[31mCPU 3\x1b[0m\x07 machine check\x7f");
+  ASSERT_TRUE(check.poll());
+  auto r = check.run().at(0);
+  ASSERT_EQ(r.code, "KMSG-MCE");
+  for (unsigned char c : r.message) EXPECT_TRUE(c >= 0x20 && c != 0x7f) << r.message;
+  EXPECT_EQ(r.message, R"(mce: [Hardware Error]: \u001b[31mCPU 3\u001b[0m\u0007 machine check\u007f)");
+  // The code built from a capture is sanitized too: it goes into the Slurm reason.
+  KernelLogMatcher m({{"NIC-$1", R"(nic (\S+) down)", Action::drain, ""}});
+  EXPECT_EQ(m.match("nic \x1b]0;owned\x07 down")->code, R"(NIC-\u001b]0;owned\u0007)");
+}
+
+TEST(KernelLogReader, AHugeLineIsCutMatchedOnItsHeadAndItsRestDropped) {
+  ar::test::TempDir dir;
+  auto log = dir / "k.log";
+  std::ofstream(log) << "";
+  KernelLogReader reader(log);
+  ASSERT_TRUE(reader.open());
+  // 60,000 bytes, written in two pieces: the head is returned as soon as it is there.
+  const std::string line = "LustreError: 11-0: rc = -5 " + std::string(59973, 'x');
+  append_raw(log, line.substr(0, 30000));
+  auto first = reader.read_new();
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ(first->at(0).size(), KernelLogReader::kMaxLineBytes);
+  EXPECT_TRUE(first->at(0).starts_with("LustreError: 11-0: rc = -5 xxx"));
+  append_raw(log, line.substr(30000) + "\nnext line\n");
+  EXPECT_EQ(*reader.read_new(), std::vector<std::string>{"next line"});  // the rest is skipped
+}
+
+TEST(KernelLogReader, ACutNeverSplitsACodePoint) {
+  ar::test::TempDir dir;
+  auto log = dir / "k.log";
+  std::ofstream(log) << "";
+  KernelLogReader reader(log);
+  ASSERT_TRUE(reader.open());
+  // "€" (3 bytes) straddles the 4096-byte cap.
+  append_raw(log, std::string(KernelLogReader::kMaxLineBytes - 1, 'a') + "€€€\n");
+  auto lines = reader.read_new();
+  ASSERT_TRUE(lines);
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ(lines->at(0), std::string(KernelLogReader::kMaxLineBytes - 1, 'a'));
+}
+
+TEST(KernelLogReader, OneReadIsBoundedAndTheRestComesNext) {
+  ar::test::TempDir dir;
+  auto log = dir / "k.log";
+  std::ofstream(log) << "";
+  KernelLogReader reader(log);
+  ASSERT_TRUE(reader.open());
+  const std::string line(1023, 'l');  // 1 KiB with its newline
+  std::string many;
+  for (int i = 0; i < 1536; ++i) many += line + "\n";  // 1.5 MiB
+  append_raw(log, many);
+  auto first = reader.read_new();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->size(), 1024u);
+  EXPECT_EQ(reader.read_new()->size(), 512u);
+}
+
+TEST(KernelLogCheck, A60000ByteLineIsMatchedOnItsHead) {
+  LogFixture f;
+  KernelLogCheck check(f.config, f.dir.path());
+  append(f.log, "LustreError: 1234:0:(client.c:1181) rc = -5 " + std::string(60000, 'A'));
+  ASSERT_TRUE(check.poll());
+  auto r = check.run().at(0);
+  EXPECT_EQ(r.code, "FS-IO-ERR");
+  EXPECT_LE(r.message.size(), 160u);
+  EXPECT_TRUE(r.message.ends_with("...")) << r.message;
+  // The pathological shape std::regex recursed on, as one long line: no crash, no match.
+  append(f.log, "LustreError: " + std::string(60000, '('));
+  EXPECT_FALSE(check.poll());
+}
+
+TEST(KernelLogMatcher, ABacktrackingPatternStaysLinear) {
+  // std::regex took 116 s on this (exponential backtracking); RE2 is linear in the line.
+  KernelLogMatcher m({{"CATASTROPHIC", "(a+)+$", Action::warn, ""}});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(m.match("aaaaaaaaaaaaaaaaaaaaaaaaaa!"));
+  EXPECT_FALSE(m.match(std::string(60000, 'a') + "!"));
+  EXPECT_TRUE(m.match(std::string(60000, 'a')));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+TEST(KernelLogCheck, TheWatcherThreadPollsAndCallsBackOnANewFault) {
+  LogFixture f;
+  f.config.poll_interval = 20ms;
+  KernelLogCheck check(f.config, f.dir.path());
+  std::mutex m;
+  std::condition_variable cv;
+  int calls = 0;
+  check.start([&] {
+    std::lock_guard lock(m);
+    ++calls;
+    cv.notify_all();
+  });
+  append(f.log, "mce: [Hardware Error]: on the watcher thread");
+  std::unique_lock lock(m);
+  EXPECT_TRUE(cv.wait_for(lock, 10s, [&] { return calls > 0; }));
+  lock.unlock();
+  check.stop();  // joins: returns within a poll interval
+  EXPECT_EQ(check.run().at(0).code, "KMSG-MCE");
+}
+
+TEST(Config, RulePatternsAreCheckedByRe2WithTheirPosition) {
+  // RE2 has no backreferences: refused at load, with file:line:column and RE2's reason.
+  auto backref = parse_config("[checks.kernel_log]\n[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = '(a)\\1'\n", "f.toml");
+  ASSERT_FALSE(backref);
+  EXPECT_NE(backref.error().find("f.toml:2:1: rule X:"), std::string::npos) << backref.error();  // the rule's table
+  EXPECT_NE(backref.error().find("RE2"), std::string::npos) << backref.error();
+  EXPECT_NE(backref.error().find("escape"), std::string::npos) << backref.error();
+  auto lookahead = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = 'a(?=b)'\n", "f.toml");
+  ASSERT_FALSE(lookahead);
+  // The pathological pattern is accepted: it cannot hurt anymore.
+  auto ok = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = '(a+)+$'\n", "f.toml");
+  EXPECT_TRUE(ok) << ok.error();
 }

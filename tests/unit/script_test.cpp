@@ -103,3 +103,19 @@ command = ["/bin/true"]
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("array of tables"), std::string::npos) << bad.error();
 }
+
+TEST(ScriptCheck, InvalidUtf8AndControlCharactersInTheOutputGiveAValidResult) {
+  // printf's octal escapes: bytes 0xff 0xfe, ESC and BEL. A strict dump() of the result threw.
+  auto r = ScriptCheck(sh("ib", R"(printf 'port \377\376 \033[31mdown\007\n'; exit 1)")).run();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, Status::warn);
+  EXPECT_EQ(r[0].message, R"(script ib: port \xff\xfe \u001b[31mdown\u0007)");
+  std::string json;
+  ASSERT_NO_THROW(json = r[0].to_json().dump());
+  EXPECT_NE(json.find(R"(port \\xff\\xfe)"), std::string::npos) << json;
+  // A long first line is cut at a code point within the bound.
+  r = ScriptCheck(sh("ib", R"(i=0; while [ $i -lt 150 ]; do printf '\342\202\254'; i=$((i+1)); done; exit 1)")).run();
+  EXPECT_LE(r[0].message.size(), std::string("script ib: ").size() + 200);
+  EXPECT_TRUE(r[0].message.ends_with("...")) << r[0].message;
+  EXPECT_NO_THROW((void)r[0].to_json().dump());
+}

@@ -146,3 +146,30 @@ TEST(XidCheck, RepeatsAreWrittenByTheNextSweepAndSurviveARestart) {
   EXPECT_TRUE(restarted.record(event(92, now + 20s)));  // the third within the window: a fault
   EXPECT_EQ(restarted.judge(now + 21s).status, Status::fault);
 }
+
+TEST(XidLine, A60000ByteLineIsParsedInLinearTime) {
+  // std::regex recursed per character here and overflowed the stack (status 139).
+  const std::string line = "NVRM: Xid (PCI:0000:17:00): 79, " + std::string(60000, 'x');
+  const auto start = std::chrono::steady_clock::now();
+  auto e = parse_xid_line(line);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->xid, 79u);
+  EXPECT_EQ(e->gpu, "0000:17:00");
+  EXPECT_LE(e->text.size(), 160u);
+  EXPECT_TRUE(e->text.ends_with("..."));
+  // A PCI address part that never closes, for the whole line.
+  EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:17:00" + std::string(60000, ':')));
+  EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:17:00): 99999999999999999999, too big"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+TEST(XidLine, ItsTextIsSanitized) {
+  auto e = parse_xid_line("NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=\x1b[2J\x07py\xff, GPU has fallen off the bus.");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->text, R"(NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=\u001b[2J\u0007py\xff, GPU has fallen off the bus.)");
+  XidCheck check(XidPolicy::defaults(), 60s);
+  ASSERT_TRUE(check.record(*e));
+  auto r = check.judge(e->at + 1s);
+  ASSERT_NO_THROW((void)r.to_json().dump());
+  for (unsigned char c : r.to_json().dump()) EXPECT_TRUE(c >= 0x20 && c != 0x7f);
+}

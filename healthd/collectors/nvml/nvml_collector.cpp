@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "text/text.hpp"
+
 namespace ar::healthd {
 
 std::string short_pci_address(const std::string& bus_id) {
@@ -60,7 +62,7 @@ GpuFleetSnapshot NvmlCollector::collect() {
   if (api.driver_version) {
     char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
     enter("nvmlSystemGetDriverVersion");
-    if (api.driver_version(buf, sizeof buf) == NVML_SUCCESS) fleet.driver_version = buf;
+    if (api.driver_version(buf, sizeof buf) == NVML_SUCCESS) fleet.driver_version = sanitize_c_buffer(buf, sizeof buf);
   }
   unsigned count = 0;
   enter("nvmlDeviceGetCount");
@@ -103,15 +105,15 @@ void NvmlCollector::read_device(const NvmlLibrary& lib, unsigned index, GpuSnaps
 
   if (api.name) {
     char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-    if (query("nvmlDeviceGetName", [&] { return api.name(dev, buf, sizeof buf); })) gpu.name = buf;
+    if (query("nvmlDeviceGetName", [&] { return api.name(dev, buf, sizeof buf); })) gpu.name = sanitize_c_buffer(buf, sizeof buf);
   }
   if (api.uuid) {
     char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    if (query("nvmlDeviceGetUUID", [&] { return api.uuid(dev, buf, sizeof buf); })) gpu.uuid = buf;
+    if (query("nvmlDeviceGetUUID", [&] { return api.uuid(dev, buf, sizeof buf); })) gpu.uuid = sanitize_c_buffer(buf, sizeof buf);
   }
   if (api.pci_info) {
     nvmlPciInfo_t pci{};
-    if (query("nvmlDeviceGetPciInfo", [&] { return api.pci_info(dev, &pci); })) gpu.bus_id = pci.busId;
+    if (query("nvmlDeviceGetPciInfo", [&] { return api.pci_info(dev, &pci); })) gpu.bus_id = sanitize_c_buffer(pci.busId, sizeof pci.busId);
   }
   if (api.total_ecc) {
     unsigned long long v = 0;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "collectors/nvml/nvml_library.hpp"
+#include "text/text.hpp"
 
 namespace ar::healthd {
 
@@ -74,7 +75,8 @@ void NvmlEventWatcher::run() {
         continue;
       }
       nvmlPciInfo_t pci{};
-      std::string bus_id = api.pci_info && api.pci_info(dev, &pci) == NVML_SUCCESS ? pci.busId : "";
+      std::string bus_id =
+          api.pci_info && api.pci_info(dev, &pci) == NVML_SUCCESS ? sanitize_c_buffer(pci.busId, sizeof pci.busId) : "";
       devices[dev] = {i, bus_id};
     }
     if (devices.empty() && count > 0) {

@@ -4,6 +4,8 @@
 
 #include <initializer_list>
 
+#include "text/text.hpp"
+
 namespace ar::healthd {
 namespace {
 
@@ -83,7 +85,7 @@ NvmlLibrary::~NvmlLibrary() {
 
 std::string NvmlLibrary::error(nvmlReturn_t rc) const {
   if (api_.error_string) {
-    if (const char* s = api_.error_string(rc)) return s;
+    if (const char* s = api_.error_string(rc)) return sanitize(s, 256);
   }
   return "NVML error " + std::to_string(rc);
 }
