@@ -105,6 +105,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   auto fault = worst_fault(results);
   if (fault) {
     healthy_passes_ = 0;
+    last_healthy_pass_.reset();
     bool new_episode = !faulty_ || fault->code != fault_code_;
     faulty_ = true;
     fault_code_ = fault->code;
@@ -155,9 +156,19 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   }
 
   auto& own = journal_.own_drain();
-  if (own && !own->held && full_pass) {
+  // A healthy pass counts once per half check interval at most: sweeps triggered in a burst (task
+  // failures, kernel-log events) are not "N checks in a row", and counted as such they resumed a node
+  // within a second of its fault clearing, before the job requeued off it had started elsewhere.
+  const bool spaced = !last_healthy_pass_ || now - *last_healthy_pass_ >= policy_.check_interval / 2;
+  // Nor is the node returned while the jobs it failed are still on their way to other nodes (a
+  // requeue in progress, or a requeued job not yet running again): they could land on it again.
+  const bool jobs_moved = followed_.empty() &&
+                          std::none_of(journal_.pending().begin(), journal_.pending().end(),
+                                       [](const JournalEntry& e) { return e.kind == ActionKind::requeue; });
+  if (own && !own->held && full_pass && spaced) {
+    last_healthy_pass_ = now;
     ++healthy_passes_;
-    if (healthy_passes_ >= policy_.recovery_passes) {
+    if (healthy_passes_ >= policy_.recovery_passes && jobs_moved) {
       JournalEntry resume = entry(ActionKind::resume, own->code, now);
       bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(),
                                 [](const JournalEntry& e) { return e.kind == ActionKind::resume; });

@@ -118,6 +118,7 @@ class Responder {
   bool faulty_ = false;
   std::string fault_code_;
   std::uint32_t healthy_passes_ = 0;
+  std::optional<WallTime> last_healthy_pass_;
   std::string withheld_;  // why the last drain was withheld (share limit), for status
   std::string overridden_;  // the fault code under which the node was found back in service
   bool journal_unwritable_ = false;

@@ -22,6 +22,7 @@ class FakeSlurm : public SlurmClient {
   std::vector<std::string> calls;
   bool answering = true;
   bool drain_fails = false;
+  bool release_starts_job = true;
   // A requeued job shows COMPLETING for this many reads before PENDING, as slurmctld's does.
   int completing_reads = 0;
   std::map<std::uint32_t, int> completing_left;
@@ -101,6 +102,7 @@ class FakeSlurm : public SlurmClient {
     if (!answering) return std::unexpected(std::string("Slurm did not answer"));
     calls.push_back("release " + std::to_string(id));
     if (jobs[id].state != "PENDING") calls.push_back("release too early " + std::to_string(id));
+    else if (release_starts_job) jobs[id].state = "RUNNING";  // an idle cluster starts it at once
     after();
     return {};
   }
@@ -135,6 +137,7 @@ struct Fixture {
   WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
 
   explicit Fixture(PolicyConfig p = {}) : policy(p) {
+    policy.check_interval = 1s;  // sweep() is one check interval
     for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.nodes[n] = NodeInfo{n, "IDLE", "", {"debug"}};
     slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
@@ -150,6 +153,7 @@ struct Fixture {
     }
     responder->on_sweep({r}, jobs, std::nullopt, now);
     responder->run_due(now);
+    responder->follow_requeued(now);
     now += 1s;
   }
 };
@@ -610,6 +614,7 @@ TEST(Responder, NothingIsCarriedOutUntilTheJournalIsWritten) {
 // Item 15: the timeline said "started and now CANCELLED on , 46.5 s" for a job cancelled while pending.
 TEST(Responder, AJobCancelledWhilePendingIsNotSaidToHaveStarted) {
   Fixture f;
+  f.slurm.release_starts_job = false;  // a busy cluster: it stays PENDING
   f.sweep(true);
   f.slurm.jobs[7].state = "CANCELLED";
   f.slurm.jobs[7].node_list = "";
@@ -623,6 +628,7 @@ TEST(Responder, AJobCancelledWhilePendingIsNotSaidToHaveStarted) {
 
 TEST(Responder, FollowingARequeuedJobSlowsDownWhileItWaits) {
   Fixture f;
+  f.slurm.release_starts_job = false;
   f.sweep(true);  // requeued and released; PENDING from here on
   const int before = f.slurm.call_no;
   for (int s = 0; s < 600; ++s) f.responder->follow_requeued(f.now + std::chrono::seconds(s));  // ten minutes
@@ -671,4 +677,27 @@ TEST(Responder, ARestartDuringAnEpisodeDoesNotMakeANewOne) {
   again.run_due(f.now);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);  // not drained again behind the admin's back
   EXPECT_EQ(reloaded.fault_history().size(), 1u);  // and not one fault more towards flapping
+}
+
+// Seen on the cluster with slurmctld down for 10 s: the fault's hold ran out meanwhile, three sweeps
+// triggered within 0.7 s counted as three healthy passes, and the node was resumed right after the
+// hold release, so the job started again on the node that had failed it.
+TEST(Responder, ABurstOfSweepsIsNotRecoveryPassesAndTheNodeWaitsForItsJobsToMove) {
+  PolicyConfig p;
+  p.recovery_passes = 3;
+  Fixture f(p);
+  f.slurm.release_starts_job = false;  // the requeued job waits in the queue
+  f.sweep(true);
+  for (int i = 0; i < 10; ++i) {  // ten healthy sweeps within one second
+    f.responder->on_sweep({}, {}, std::nullopt, f.now);
+    f.responder->run_due(f.now);
+    f.now += 100ms;
+  }
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  for (int i = 0; i < 5; ++i) f.sweep(false);  // spaced passes, but job 7 has not started elsewhere
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  f.slurm.jobs[7].state = "RUNNING";
+  f.slurm.jobs[7].node_list = "n[1,3]";
+  for (int i = 0; i < 2; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
 }
