@@ -58,7 +58,7 @@ proc_gone() { ! proc_alive "$1"; }
 arm() {
   local dir="$WRAP/$1"
   mkdir -p "$dir"
-  rm -f "$dir/kill-at" "$dir/kills.log"
+  rm -f "$dir/kill-at" "$dir/kills.log" "$dir/stop-ctld-at" "$dir/ctld-stopped"
   echo 0 >"$dir/count"
   : >"$dir/calls.log"
   if [ -n "${2:-}" ]; then echo "$2" >"$dir/kill-at"; fi
@@ -216,8 +216,9 @@ incident() {
     random*)
       wait_until 15 made_a_call "$victim"
       sleep "${spec#random }"
-      what="killed after ${spec#random } s, $(calls_made "$victim") call(s) made, the last: $(call_text "$victim" "$(calls_made "$victim")")"
       cluster stop-healthd "$victim" KILL
+      # Counted once it is dead: the daemon may have gone on while it was being killed.
+      what="killed ${spec#random } s after its first Slurm call, by then $(calls_made "$victim") call(s) made, the last: $(call_text "$victim" "$(calls_made "$victim")")"
       ;;
   esac
   if [ -n "$what" ]; then
@@ -244,16 +245,18 @@ report_failures() {
   fi
 }
 
-# The Slurm calls of an undisturbed incident (from the first @test, else from a run of its own):
-# the number of the call that releases the hold ("update jobid=J starttime=...").
-release_call() {
+# baseline_call REGEX: the number of the first Slurm call matching REGEX in an undisturbed
+# incident (recorded by the first @test, else by a run of its own).
+baseline_call() {
   local base="$WRAP/baseline-calls.log"
   if [ ! -s "$base" ]; then
     incident "" 4>/dev/null
     cp "$WRAP/$(cat "$WORK/last-victim")/calls.log" "$base"
   fi
-  awk '/ starttime=/ { print $2; exit }' "$base"
+  awk -v re="$1" '$0 ~ re { print $2; exit }' "$base"
 }
+# The call that releases the hold ("scontrol update jobid=J starttime=...").
+release_call() { baseline_call ' starttime='; }
 
 # ---------------------------------------------------------------------------------------------
 
@@ -301,8 +304,8 @@ kill_at_every_call() {
 @test "healthd SIGKILLed at random points of an incident: every promise kept after its restart" {
   # The incident's actions take about half a second from its first Slurm call: the kills fall
   # within 0-0.7 s of it (later ones only interrupt the daemon watching the job start again).
-  local i s
-  for i in 1 2 3 4 5; do
+  local s
+  for _ in 1 2 3 4 5; do
     s=$(printf '0.%02d' $((RANDOM % 70)))
     incident "random $s" 4>>"$WORK/fired"
   done
@@ -330,6 +333,28 @@ kill_at_every_call() {
   restarted=$SECONDS
   # healthd retries with a backoff (2 s doubling): allow it 30 s past Slurm's return, far less than
   # the 120 s a requeue hold nobody released would take.
+  promises_kept "$job" "$victim" "$off" 30 || true
+  echo "# incident completed $((SECONDS - restarted)) s after slurmctld came back" >&3
+  report_failures
+}
+
+@test "slurmctld stopped between the drain and the requeue, started 10 s later: the incident completes" {
+  local job victim off requeue restarted
+  requeue=$(baseline_call ' requeue ')
+  CASE="slurmctld down before call $requeue"
+  job=$(submit_hung)
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(second_node "$job")
+  off=$(ctld_log_size)
+  arm "$victim"
+  echo "$requeue" >"$WRAP/$victim/stop-ctld-at"
+  inject_fault "$victim" "$(xid48)"
+  wait_until 20 test -s "$WRAP/$victim/ctld-stopped"
+  cat "$WRAP/$victim/ctld-stopped" >&3
+  sleep 10  # the outage itself
+  slurmctld -f "$SLURM_CONF" 3>&-
+  wait_until 60 bash -c "scontrol ping | grep -q UP"
+  restarted=$SECONDS
   promises_kept "$job" "$victim" "$off" 30 || true
   echo "# incident completed $((SECONDS - restarted)) s after slurmctld came back" >&3
   report_failures
@@ -430,8 +455,7 @@ EOF
   wait_until 15 bash -c "tail -n +$((loglines + 1)) '$log' | grep -q 'node $SMALL_NODE is faulty'"
   # While the journal cannot be written, Slurm is asked for nothing (a crash now would forget it):
   # watched for 5 s, the daemon alive and answering all along.
-  local i
-  for i in $(seq 10); do
+  for _ in $(seq 10); do
     sleep 0.5
     if grep -qE "Requeuing JobId=$job\$|update_node: node $SMALL_NODE (reason|state) set" <<<"$(ctld_log_since "$off")"; then
       fail "acted while its journal could not be written: $(ctld_log_since "$off" | grep -E "JobId=$job|node $SMALL_NODE" | head -3 | tr '\n' '|') (healthd: $(tail -n +$((loglines + 1)) "$log" | grep -E 'journal' | head -2 | tr '\n' '|'))"

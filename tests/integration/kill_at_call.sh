@@ -9,6 +9,9 @@
 #   calls.log  one line per call: epoch seconds, call number, command and its arguments
 #   kill-at    "N before" or "N after", written by the test; consumed when it fires
 #   kills.log  one line per kill: where it struck
+#   stop-ctld-at  "N", written by the test: slurmctld is stopped (SIGTERM, waited for) just before
+#              call N, which then meets a Slurm that does not answer; consumed when it fires, and
+#              noted in ctld-stopped
 # The daemon (the caller) and its process group are killed with SIGKILL, as a crash would; the real
 # command runs only in the "after" case.
 set -u
@@ -19,7 +22,7 @@ daemon=$PPID
 
 # The inherited descriptors (healthd's listening socket and client connections, when it leaks them)
 # must not outlive the killed daemon in this process: its restart would find its socket still held.
-for fd in /proc/$$/fd/*; do
+for fd in "/proc/$$/fd"/*; do
   fd="${fd##*/}"
   if [ "$fd" -gt 2 ] && [ "$fd" -ne 255 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
 done
@@ -35,7 +38,7 @@ done
 real=""
 IFS=: read -r -a path_dirs <<<"${PATH:-/usr/local/bin:/usr/bin:/bin}:/usr/bin:/bin"
 for d in "${path_dirs[@]}"; do
-  [ -n "$d" ] && [ -x "$d/$name" ] || continue
+  if [ -z "$d" ] || [ ! -x "$d/$name" ]; then continue; fi
   [ "$(cd "$d" && pwd)" = "$wrap/bin" ] && continue
   real="$d/$name"
   break
@@ -62,8 +65,29 @@ fire=""
       rm -f "$dir/kill-at"
     fi
   fi
+  stop_ctld=""
+  if [ -r "$dir/stop-ctld-at" ] && [ "$(cat "$dir/stop-ctld-at")" = "$n" ]; then
+    stop_ctld=yes
+    rm -f "$dir/stop-ctld-at"
+  fi
   printf '%s %d %s %s\n' "$(date +%s.%N)" "$n" "$name" "$*" >>"$dir/calls.log"
 } 9>>"$dir/lock"
+
+# stop_slurmctld: SIGTERM to this cluster's slurmctld, and wait (up to 15 s) until it is gone.
+stop_slurmctld() {
+  local pid st
+  pid="$(tr -dc '0-9' <"$wrap/../run/slurmctld.pid" 2>/dev/null)"
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 150); do
+    st="$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+    if [ -z "$st" ] || [ "$st" = Z ]; then break; fi
+    sleep 0.1
+  done
+  printf '%s stopped slurmctld before call %d: %s %s\n' "$(date +%s.%N)" "$n" "$name" "$*" >>"$dir/ctld-stopped"
+}
+
+if [ "$stop_ctld" = yes ]; then stop_slurmctld "$@"; fi
 
 # kill_daemon WHEN: SIGKILL the calling daemon and its process group (this program has its own).
 kill_daemon() {
