@@ -37,6 +37,10 @@
 #   AR_SLURM_DEBUG     SlurmctldDebug/SlurmdDebug level (default info)
 #   AR_NODES           number of nodes (default 3, names n1..nN)
 #   AR_KEEP_ON_FAILURE =1: a failed start leaves its daemons running for inspection
+#
+# Environment read by `start-healthd` and `restart-healthd` (one daemon, this start only):
+#   AR_HEALTHD_NODE_CONFIG  the file this node's healthd reads instead of DIR/etc/healthd.toml (a test
+#                           giving one node other settings); a later start without it goes back
 
 set -euo pipefail
 
@@ -576,8 +580,9 @@ healthd_bin() {
 }
 
 start_healthd() {
-  local node="$1" bin sock pidfile logf pid extra
+  local node="$1" bin sock pidfile logf pid extra config="${AR_HEALTHD_NODE_CONFIG:-$ETC/healthd.toml}"
   bin="$(healthd_bin)"
+  [ -r "$config" ] || die "healthd $node: configuration file '$config' is not readable"
   sock="$RUN/healthd-$node.sock"
   pidfile="$RUN/healthd-$node.pid"
   logf="$LOGD/healthd-$node.log"
@@ -597,7 +602,7 @@ start_healthd() {
   # leader, so setsid does not fork again and $! is healthd's pid. SLURM_CONF is exported, so
   # scontrol/libslurm calls from healthd reach this cluster.
   # shellcheck disable=SC2086 # AR_HEALTHD_ARGS is meant to be word-split
-  setsid env "${envs[@]}" "$bin" --config "$ETC/healthd.toml" --node "$node" --socket "$sock" \
+  setsid env "${envs[@]}" "$bin" --config "$config" --node "$node" --socket "$sock" \
     --state-dir "$STATE/$node" $extra </dev/null >>"$logf" 2>&1 &
   pid=$!
   printf '%s\n' "$pid" >"$pidfile"
