@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actions/process.hpp"
 #include "daemon.hpp"
 #include "version.hpp"
 
@@ -20,6 +21,10 @@ int main(int argc, char** argv) {
   overrides.state_dir = state_dir;
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  // Before any child starts: a grandchild that escapes its process group (setsid) and outlives its
+  // parent comes back to healthd, so a deadline can still kill it and the reaper waits for it.
+  if (auto r = ar::healthd::become_child_subreaper(); !r)
+    spdlog::warn("healthd: {}; descendants of timed-out children may escape", r.error());
   try {
     return ar::healthd::run_daemon(config_file, overrides);
   } catch (const std::exception& e) {
