@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actions/process.hpp"
+#include "config/config.hpp"
 #include "daemon.hpp"
 #include "version.hpp"
 
@@ -12,7 +13,11 @@ int main(int argc, char** argv) {
   ar::healthd::Overrides overrides;
   std::string socket, state_dir;
   app.add_option("-c,--config", config_file, "configuration file (TOML)")->capture_default_str();
-  app.add_option("--node", overrides.node_name, "Slurm node name (default: from config, else short host name)");
+  app.add_option("--node", overrides.node_name, "Slurm node name (default: from config, else short host name)")
+      ->check([](const std::string& name) {
+        auto ok = ar::healthd::check_node_name(name);
+        return ok ? std::string() : "node name " + ok.error();
+      });
   app.add_option("--socket", socket, "socket path (overrides the config)");
   app.add_option("--state-dir", state_dir, "state directory (overrides the config)");
   app.set_version_flag("--version", std::string("healthd ") + ar::healthd::kVersion);
