@@ -16,6 +16,7 @@
 //   }
 #pragma once
 
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -75,6 +76,24 @@ T integer_value(const nlohmann::json& v, const std::string& what, T min = std::n
     throw StateFieldError("key '" + what + "': must be an integer from " + std::to_string(min) + " to " +
                           std::to_string(max) + ", not " + detail::show(v));
   return *out;
+}
+
+// An integer written as text (an object key such as a job id: {"jobs": {"42": [...]}}), all of
+// `text` decimal digits: std::stoul took "-1" (as 4294967295 once cast) and "12abc".
+template <typename T>
+T integer_text(const std::string& text, const std::string& what, T min = std::numeric_limits<T>::min(),
+               T max = std::numeric_limits<T>::max()) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  T out{};
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, out);
+  bool digits_only = !text.empty() && (text[0] != '-' || std::is_signed_v<T>) && text[0] != '+';
+  if (!digits_only || ec != std::errc() || p != end || out < min || out > max) {
+    auto shown = nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    throw StateFieldError("key '" + what + "': must be an integer from " + std::to_string(min) + " to " +
+                          std::to_string(max) + ", not " + (shown.size() > 40 ? shown.substr(0, 40) + "..." : shown));
+  }
+  return out;
 }
 
 // obj[key], which must be there.

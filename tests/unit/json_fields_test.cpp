@@ -74,3 +74,12 @@ TEST(JsonFields, ErrorsShowBadValuesShortAndValid) {
   e = error_of([&] { f::integer<int>(bad, "s"); });
   EXPECT_NO_THROW(json(e).dump()) << e;
 }
+
+TEST(JsonFields, IntegersWrittenAsKeys) {
+  EXPECT_EQ(f::integer_text<std::uint32_t>("42", "jobs"), 42u);
+  EXPECT_EQ(f::integer_text<std::uint32_t>("4294967295", "jobs"), 4294967295u);
+  for (const char* bad : {"-1", "4294967296", "12abc", "", "+5", " 5", "1.5", "0x10"})
+    EXPECT_NE(error_of([&] { f::integer_text<std::uint32_t>(bad, "jobs"); }).find("key 'jobs'"), std::string::npos)
+        << bad;
+  EXPECT_EQ(f::integer_text<int>("-7", "x"), -7);
+}
