@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
+#include "actions/process.hpp"
 #include "actions/slurm_client.hpp"
 #include "checks/dcgm_check.hpp"
 #include "checks/gpu_check.hpp"
@@ -127,6 +128,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   Config config = *loaded;
   apply_overrides(config, overrides);
   set_log_level(config.log_level);
+  set_child_environment(config.child_env);
   if (config.instance_type == "auto") {
     // Detected from EC2 instance metadata (the same endpoint as the EC2 notices). Off EC2, or with
     // IMDS down, the daemon checks without a profile rather than not start.

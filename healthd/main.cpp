@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actions/process.hpp"
+#include "config/config.hpp"
 #include "daemon.hpp"
 #include "version.hpp"
 
@@ -11,7 +13,11 @@ int main(int argc, char** argv) {
   ar::healthd::Overrides overrides;
   std::string socket, state_dir;
   app.add_option("-c,--config", config_file, "configuration file (TOML)")->capture_default_str();
-  app.add_option("--node", overrides.node_name, "Slurm node name (default: from config, else short host name)");
+  app.add_option("--node", overrides.node_name, "Slurm node name (default: from config, else short host name)")
+      ->check([](const std::string& name) {
+        auto ok = ar::healthd::check_node_name(name);
+        return ok ? std::string() : "node name " + ok.error();
+      });
   app.add_option("--socket", socket, "socket path (overrides the config)");
   app.add_option("--state-dir", state_dir, "state directory (overrides the config)");
   app.set_version_flag("--version", std::string("healthd ") + ar::healthd::kVersion);
@@ -20,6 +26,10 @@ int main(int argc, char** argv) {
   overrides.state_dir = state_dir;
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  // Before any child starts: a grandchild that escapes its process group (setsid) and outlives its
+  // parent comes back to healthd, so a deadline can still kill it and the reaper waits for it.
+  if (auto r = ar::healthd::become_child_subreaper(); !r)
+    spdlog::warn("healthd: {}; descendants of timed-out children may escape", r.error());
   try {
     return ar::healthd::run_daemon(config_file, overrides);
   } catch (const std::exception& e) {

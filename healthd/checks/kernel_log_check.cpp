@@ -7,6 +7,7 @@
 
 #include "state/atomic_file.hpp"
 #include "text/text.hpp"
+#include "state/json_fields.hpp"
 
 namespace ar::healthd {
 namespace {
@@ -163,12 +164,13 @@ void KernelLogCheck::load() {
       f.code = fj.at("code").get<std::string>();
       f.message = sanitize(fj.at("message").get<std::string>(), kMaxMessage);  // written by an older version?
       f.action = parse_action(fj.at("action").get<std::string>()).value_or(Action::drain);
-      f.lines = fj.at("lines").get<std::uint64_t>();
-      f.first_seen = Clock::now() - std::chrono::milliseconds(now_ms - fj.at("first_seen_ms").get<std::int64_t>());
-      f.last_seen = Clock::now() - std::chrono::milliseconds(now_ms - fj.at("last_seen_ms").get<std::int64_t>());
+      f.lines = json_fields::integer<std::uint64_t>(fj, "lines");
+      f.first_seen = Clock::now() - std::chrono::milliseconds(now_ms - to_epoch_ms(json_fields::time_ms(fj, "first_seen_ms")));
+      f.last_seen = Clock::now() - std::chrono::milliseconds(now_ms - to_epoch_ms(json_fields::time_ms(fj, "last_seen_ms")));
       active_[f.code] = f;
     }
   } catch (const std::exception& e) {
+    active_.clear();  // refused as a whole, not half believed
     spdlog::error("kernel_log: {}: unreadable, starting without remembered faults: {}", state_file_.string(), e.what());
   }
 }

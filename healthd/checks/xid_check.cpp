@@ -8,6 +8,7 @@
 
 #include "state/atomic_file.hpp"
 #include "text/text.hpp"
+#include "state/json_fields.hpp"
 
 namespace ar::healthd {
 namespace {
@@ -197,12 +198,12 @@ void XidCheck::load() {
     const bool rebooted = !boot_id_.empty() && j.value("boot_id", std::string()) != boot_id_;
     for (const auto& tj : j.at("tracked")) {
       Tracked t;
-      t.xid = tj.at("xid").get<unsigned>();
+      t.xid = json_fields::integer<unsigned>(tj, "xid");
       t.gpu = tj.at("gpu").get<std::string>();
       t.action = parse_xid_action(tj.at("action").get<std::string>()).value_or(XidAction::drain);
-      for (const auto& ms : tj.at("events_ms")) t.events.push_back(from_epoch_ms(ms.get<std::int64_t>()));
-      t.total = tj.at("total").get<std::uint64_t>();
-      t.last_seen = from_epoch_ms(tj.at("last_ms").get<std::int64_t>());
+      for (const auto& ms : json_fields::array(tj, "events_ms")) t.events.push_back(json_fields::time_value(ms, "events_ms"));
+      t.total = json_fields::integer<std::uint64_t>(tj, "total");
+      t.last_seen = json_fields::time_ms(tj, "last_ms");
       t.last_source = tj.at("source").get<std::string>();
       t.text = sanitize(tj.at("text").get<std::string>(), kMaxText);  // written by an older version?
       t.active = tj.at("active").get<bool>();
@@ -214,6 +215,7 @@ void XidCheck::load() {
       tracked_[{t.xid, t.gpu}] = t;
     }
   } catch (const std::exception& e) {
+    tracked_.clear();  // refused as a whole, not half believed
     spdlog::error("gpu_xid: {}: unreadable, starting without remembered XIDs: {}", state_file_.string(), e.what());
   }
   std::lock_guard lock(mutex_);

@@ -1,6 +1,7 @@
 #include "config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -12,12 +13,21 @@
 #include <toml++/toml.h>
 
 #include "checks/kernel_log_check.hpp"
+#include "actions/process.hpp"
+#include "config/profiles.hpp"
 
 namespace ar::healthd {
 namespace {
 
 std::string where(const std::string& source, const toml::source_region& r) {
   return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);
+}
+
+// A number as an admin writes it (1000000, 0.5), for error messages.
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
 }
 
 // One known key of a table: how to read it into the Config, or an error message.
@@ -106,10 +116,46 @@ std::expected<double, std::string> read_share(const toml::node& n) {
   if (n.is_floating_point()) v = *n.value<double>();
   else if (n.is_integer()) v = static_cast<double>(*n.value<std::int64_t>());
   else return std::unexpected(std::string("must be a number between 0 and 1"));
-  if (v < 0 || v > 1) return std::unexpected(std::string("must be a number between 0 and 1"));
+  // Written so that nan fails too: every comparison with nan is false.
+  if (!(v >= 0 && v <= 1)) return std::unexpected(std::string("must be a number between 0 and 1"));
   return v;
 }
 
+// A string that must say something: empty would be a silent "default" or a program named "".
+// A NUL byte would be cut off where the value reaches the C world (paths, argv).
+std::expected<std::string, std::string> read_text(const toml::node& n) {
+  if (!n.is_string()) return std::unexpected(std::string("must be a string"));
+  auto v = *n.value<std::string>();
+  if (v.empty()) return std::unexpected(std::string("must not be empty"));
+  if (v.find('\0') != std::string::npos) return std::unexpected(std::string("must not contain a NUL byte"));
+  return v;
+}
+
+// A program: an absolute path, or a bare name resolved in the children's fixed PATH when the
+// config is loaded (never a relative path, which would depend on the daemon's working directory).
+std::expected<std::string, std::string> read_program(const toml::node& n) {
+  auto v = read_text(n);
+  if (!v) return v;
+  if (v->front() != '/' && v->find('/') != std::string::npos)
+    return std::unexpected(std::string("must be an absolute path or a program name without '/'"));
+  return v;
+}
+
+// [daemon] child_env: names of healthd's environment variables its children also get.
+std::expected<std::vector<std::string>, std::string> read_env_names(const toml::node& n) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr) return std::unexpected(std::string("must be an array of variable names"));
+  std::vector<std::string> out;
+  for (const auto& item : *arr) {
+    auto name = item.value<std::string>();
+    if (!item.is_string() || !is_env_name(*name))
+      return std::unexpected(std::string("must be an array of variable names ([A-Za-z_][A-Za-z0-9_]*)"));
+    if (*name == "PATH" || *name == "LANG" || *name == "LC_ALL" || *name == "HOME")
+      return std::unexpected("lists " + *name + ", which children always get with a fixed value");
+    out.push_back(*name);
+  }
+  return out;
+}
 
 // Readers for the hardware checks' sections.
 std::function<std::expected<std::optional<std::uint32_t>, std::string>(const toml::node&)> opt_uint_in(std::int64_t min,
@@ -125,8 +171,8 @@ std::function<std::expected<double, std::string>(const toml::node&)> number_in(d
   return [=](const toml::node& n) -> std::expected<double, std::string> {
     if (!n.is_number()) return std::unexpected(std::string("must be a number"));
     double v = *n.value<double>();
-    if (v < min || v > max)
-      return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
+    if (!(v >= min && v <= max))  // nan fails too
+      return std::unexpected("must be between " + number_text(min) + " and " + number_text(max));
     return v;
   };
 }
@@ -172,12 +218,13 @@ std::expected<std::map<std::string, std::uint64_t>, std::string> read_thresholds
 
 // [[checks.kernel_log.rule]] tables: each with code, pattern, action and an optional message.
 std::expected<std::vector<KernelLogRule>, std::string> read_rules(const toml::node& n, const std::string& source) {
+  const std::string not_tables = ": key 'rule' in [checks.kernel_log] must be an array of tables ([[checks.kernel_log.rule]])";
   const auto* arr = n.as_array();
-  if (arr == nullptr) return std::unexpected(std::string("must be an array of tables ([[checks.kernel_log.rule]])"));
+  if (arr == nullptr) return std::unexpected(where(source, n.source()) + not_tables);
   std::vector<KernelLogRule> rules;
   for (const auto& item : *arr) {
     const auto* t = item.as_table();
-    if (t == nullptr) return std::unexpected(std::string("must be an array of tables ([[checks.kernel_log.rule]])"));
+    if (t == nullptr) return std::unexpected(where(source, item.source()) + not_tables);
     KernelLogRule rule;
     for (const auto& [k, v] : *t) {
       std::string key(k.str());
@@ -282,7 +329,8 @@ std::function<std::expected<std::uint64_t, std::string>(const toml::node&)> u64_
 
 std::expected<double, std::string> read_non_negative(const toml::node& n) {
   double v = n.is_floating_point() ? *n.value<double>() : n.is_integer() ? static_cast<double>(*n.value<std::int64_t>()) : -1;
-  if (!(n.is_floating_point() || n.is_integer()) || v < 0) return std::unexpected(std::string("must be a number >= 0"));
+  if (!(n.is_floating_point() || n.is_integer()) || !std::isfinite(v) || v < 0)
+    return std::unexpected(std::string("must be a finite number >= 0"));
   return v;
 }
 
@@ -376,7 +424,13 @@ std::expected<std::vector<ScriptConfig>, std::string> read_scripts(const toml::n
           if (a == nullptr || a->empty() || !a->is_homogeneous(toml::node_type::string))
             return std::unexpected(std::string("must be a non-empty array of strings (argv, no shell)"));
           s.command.clear();
-          for (const auto& e : *a) s.command.push_back(*e.value<std::string>());
+          for (const auto& e : *a) {
+            auto word = *e.value<std::string>();
+            if (word.find('\0') != std::string::npos) return std::unexpected(std::string("must not contain a NUL byte"));
+            s.command.push_back(word);
+          }
+          if (auto program = read_program(a->front()); !program)
+            return std::unexpected("first word " + program.error());
           return true;
         }
         return false;
@@ -395,7 +449,14 @@ const std::map<std::string, Table>& schema() {
   static const std::map<std::string, Table> s = {
       {"daemon",
        {
-           {"node_name", string_key(&Config::node_name)},
+           {"node_name",
+            [](const toml::node& n, Config& c) -> std::expected<void, std::string> {
+              if (!n.is_string()) return std::unexpected("must be a string");
+              auto v = *n.value<std::string>();
+              if (auto ok = check_node_name(v); !ok) return std::unexpected(ok.error());
+              c.node_name = v;
+              return {};
+            }},
            {"socket", path_key(&Config::socket)},
            {"state_dir", path_key(&Config::state_dir)},
            {"host_root", path_key(&Config::host_root)},
@@ -410,6 +471,12 @@ const std::map<std::string, Table>& schema() {
            {"ended_job_retention_s", seconds_key(&Config::ended_job_retention, 0, 30L * 24 * 3600)},
            {"instance_type", string_key(&Config::instance_type)},
            {"profile_dir", path_key(&Config::profile_dir)},
+           {"child_env", [](const toml::node& n, Config& c) -> std::expected<void, std::string> {
+              auto v = read_env_names(n);
+              if (!v) return std::unexpected(v.error());
+              c.child_env = *v;
+              return {};
+            }},
        }},
       {"policy",
        {
@@ -425,7 +492,7 @@ const std::map<std::string, Table>& schema() {
        }},
       {"slurm",
        {
-           {"scontrol", nested<SlurmConfig, std::string>(&Config::slurm, &SlurmConfig::scontrol, read_string)},
+           {"scontrol", nested<SlurmConfig, std::string>(&Config::slurm, &SlurmConfig::scontrol, read_program)},
            {"timeout_s", nested(&Config::slurm, &SlurmConfig::timeout, duration_in<seconds>(1, 600, "seconds"))},
        }},
       {"checks.kernel_log",
@@ -441,7 +508,7 @@ const std::map<std::string, Table>& schema() {
       {"checks.gpu",
        {
            {"enabled", nested<GpuConfig, bool>(&Config::gpu, &GpuConfig::enabled, read_bool)},
-           {"library", nested<GpuConfig, std::string>(&Config::gpu, &GpuConfig::library, read_string)},
+           {"library", nested<GpuConfig, std::string>(&Config::gpu, &GpuConfig::library, read_text)},
            {"deadline_ms", nested(&Config::gpu, &GpuConfig::deadline, duration_in<milliseconds>(100, 600000, "milliseconds"))},
            {"events", nested<GpuConfig, bool>(&Config::gpu, &GpuConfig::events, read_bool)},
            {"expected_count", gpu_threshold<std::uint32_t>(&GpuThresholds::expected_count, uint_in(0, 64))},
@@ -475,7 +542,7 @@ const std::map<std::string, Table>& schema() {
       {"checks.dcgm",
        {
            {"enabled", nested<DcgmConfig, bool>(&Config::dcgm, &DcgmConfig::enabled, read_bool)},
-           {"dcgmi", nested<DcgmConfig, std::string>(&Config::dcgm, &DcgmConfig::dcgmi, read_string)},
+           {"dcgmi", nested<DcgmConfig, std::string>(&Config::dcgm, &DcgmConfig::dcgmi, read_program)},
            {"level", nested(&Config::dcgm, &DcgmConfig::level, uint_in(1, 4))},
            {"timeout_s", nested(&Config::dcgm, &DcgmConfig::timeout, duration_in<seconds>(10, 4 * 3600, "seconds"))},
            {"interval_s", nested(&Config::dcgm, &DcgmConfig::interval, duration_in<seconds>(60, 30L * 24 * 3600, "seconds"))},
@@ -547,6 +614,18 @@ bool is_valid_log_level(const std::string& level) {
   return level == "trace" || level == "debug" || level == "info" || level == "warn" || level == "error";
 }
 
+std::expected<void, std::string> check_node_name(const std::string& name) {
+  // The node name is part of paths (%n in socket, state_dir, host_root) and of Slurm commands.
+  if (name.empty()) return std::unexpected(std::string("must not be empty"));
+  if (name.size() > 255) return std::unexpected(std::string("must be at most 255 bytes"));
+  if (name == "." || name == "..") return std::unexpected("must not be '" + name + "'");
+  for (unsigned char c : name) {
+    if (c == '/') return std::unexpected(std::string("must not contain '/' (it is used in paths)"));
+    if (c <= 0x20 || c == 0x7f) return std::unexpected(std::string("must not contain spaces, NUL or control characters"));
+  }
+  return {};
+}
+
 std::string default_node_name() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
@@ -554,13 +633,57 @@ std::string default_node_name() {
   return name.substr(0, name.find('.'));
 }
 
-std::expected<Config, std::string> parse_config(std::string_view text, const std::string& source_name) {
-  toml::table root;
+namespace {
+
+std::expected<toml::table, std::string> parse_toml(std::string_view text, const std::string& source_name) {
   try {
-    root = toml::parse(text, source_name);
+    return toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     return std::unexpected(where(source_name, e.source()) + ": " + std::string(e.description()));
   }
+}
+
+// Where `path` ("slurm.scontrol") is in the file, or the file alone for a key left at its default.
+std::string where_key(const toml::table& root, const std::string& path, const std::string& source) {
+  auto node = root.at_path(path);
+  return node ? where(source, node.node()->source()) : source;
+}
+
+// Program names become absolute paths in the children's fixed PATH, once, here: at run time no
+// PATH is looked at. An absolute path is kept as it is (it may hold %n, expanded later).
+std::expected<void, std::string> resolve_programs(Config& config, const toml::table& root, const std::string& source) {
+  auto resolve = [&](std::string& program, const std::string& path, const std::string& key) -> std::expected<void, std::string> {
+    if (program.empty() || program.front() == '/') return {};
+    auto found = resolve_program(program);
+    if (!found) return std::unexpected(where_key(root, path, source) + ": " + key + ": " + found.error());
+    program = *found;
+    return {};
+  };
+  if (auto r = resolve(config.slurm.scontrol, "slurm.scontrol", "key 'scontrol' in [slurm]"); !r) return r;
+  if (config.dcgm.enabled)
+    if (auto r = resolve(config.dcgm.dcgmi, "checks.dcgm.dcgmi", "key 'dcgmi' in [checks.dcgm]"); !r) return r;
+  for (std::size_t i = 0; i < config.scripts.size(); ++i) {
+    auto& script = config.scripts[i];
+    if (script.command.empty()) continue;
+    auto path = "checks.script[" + std::to_string(i) + "].command";
+    if (auto r = resolve(script.command.front(), path, "[[checks.script]] '" + script.name + "' command"); !r) return r;
+  }
+  return {};
+}
+
+// A named profile must exist (in profile_dir or built in); "auto" is detected at start.
+std::expected<void, std::string> check_profile(const Config& config, const toml::table& root, const std::string& source) {
+  if (config.instance_type.empty() || config.instance_type == "auto") return {};
+  auto profile = resolve_profile(config.instance_type, config.profile_dir);
+  if (!profile && profile.error().rfind(config.profile_dir.string(), 0) == 0)
+    return std::unexpected(profile.error());  // a profile file's own error, with its own position
+  if (!profile)
+    return std::unexpected(where_key(root, "daemon.instance_type", source) + ": key 'instance_type' in [daemon] " +
+                           profile.error());
+  return {};
+}
+
+std::expected<Config, std::string> read_config(const toml::table& root, const std::string& source_name) {
   Config config;
   // Walks a table whose dotted name is `section` against the schema; "checks" only groups sub-tables.
   std::function<std::expected<void, std::string>(const std::string&, const toml::key&, const toml::node&)> walk =
@@ -625,12 +748,27 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
   return config;
 }
 
+}  // namespace
+
+std::expected<Config, std::string> parse_config(std::string_view text, const std::string& source_name) {
+  auto root = parse_toml(text, source_name);
+  if (!root) return std::unexpected(root.error());
+  return read_config(*root, source_name);
+}
+
 std::expected<Config, std::string> load_config(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) return std::unexpected(file.string() + ": cannot open: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
-  return parse_config(text.str(), file.string());
+  const auto source = file.string();
+  auto root = parse_toml(text.str(), source);
+  if (!root) return std::unexpected(root.error());
+  auto config = read_config(*root, source);
+  if (!config) return config;
+  if (auto r = resolve_programs(*config, *root, source); !r) return std::unexpected(r.error());
+  if (auto r = check_profile(*config, *root, source); !r) return std::unexpected(r.error());
+  return config;
 }
 
 }  // namespace ar::healthd

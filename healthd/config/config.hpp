@@ -95,7 +95,8 @@ struct PolicyConfig {
 };
 
 struct SlurmConfig {
-  std::string scontrol = "scontrol";     // squeue is taken from the same directory
+  std::string scontrol = "scontrol";     // a bare name is resolved at load in /usr/sbin:/usr/bin:/sbin:/bin;
+                                         // squeue and scancel are taken from the same directory
   std::chrono::seconds timeout{10};      // one scontrol call; past it Slurm counts as not answering
 };
 
@@ -148,6 +149,9 @@ struct Config {
   std::chrono::seconds ended_job_retention{3600};       // how long finished jobs stay listed
   std::string instance_type;                           // profile name (config/profiles.hpp); empty: none
   std::filesystem::path profile_dir = "/etc/healthd/profiles.d";  // the admin's own profiles (*.toml)
+  // Variables of healthd's environment its children (scontrol, scripts, dcgmi) get besides
+  // SLURM_CONF and TZ; everything else is left out (actions/process.hpp).
+  std::vector<std::string> child_env;
 
   PolicyConfig policy;        // [policy]
   SlurmConfig slurm;          // [slurm]
@@ -162,11 +166,19 @@ struct Config {
   std::vector<ScriptConfig> scripts;  // [[checks.script]]
 };
 
-// Reads and checks a config file. The error reads "<file>:<line>:<column>: <what>".
+// Reads and checks a config file. The error reads "<file>:<line>:<column>: <what>". Beyond
+// parse_config it checks the config against this host: program names ([slurm] scontrol, [checks.dcgm]
+// dcgmi when enabled, each script's first word) are resolved to absolute paths in the children's
+// fixed PATH, and a named instance_type must have a profile.
 std::expected<Config, std::string> load_config(const std::filesystem::path& file);
 
-// Parses config text; `source_name` is used in error messages. Exposed for tests.
+// Parses and checks config text, without looking at the host; `source_name` is used in error
+// messages. Exposed for tests.
 std::expected<Config, std::string> parse_config(std::string_view text, const std::string& source_name);
+
+// A node name healthd can use in paths and Slurm commands: not empty, no '/', no space, NUL or
+// control character, not "." or "..".
+std::expected<void, std::string> check_node_name(const std::string& name);
 
 // The short host name, as Slurm uses it by default for NodeName.
 std::string default_node_name();

@@ -91,7 +91,9 @@ std::expected<std::vector<InstanceProfile>, std::string> parse_profiles(std::str
           if (!v.is_string()) return fail("must be a string");
           prof.source = *v.value<std::string>();
         } else if (key == "memory_gib") {
-          if (!v.is_number() || *v.value<double>() < 0) return fail("must be a number of GiB, at least 0");
+          // Written so that nan fails too; inf would expect infinite memory.
+          if (!v.is_number() || !(*v.value<double>() >= 0 && *v.value<double>() <= 1e9))
+            return fail("must be a number of GiB, at least 0");
           prof.memory_gib = *v.value<double>();
         } else if (key == "gpus" || key == "nvlinks_per_gpu" || key == "neuron_devices" || key == "efa_devices" || key == "cpus") {
           if (!v.is_integer() || *v.value<std::int64_t>() < 0 || *v.value<std::int64_t>() > 100000)

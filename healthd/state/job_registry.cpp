@@ -1,6 +1,7 @@
 #include "job_registry.hpp"
 
 #include "atomic_file.hpp"
+#include "json_fields.hpp"
 
 #include <cstring>
 
@@ -161,39 +162,72 @@ nlohmann::json JobRegistry::to_json() const {
   return {{"version", 1}, {"jobs", jobs}};
 }
 
+namespace {
+
+// Where in the document a reader failed: "jobs[2].steps[0]: key 'step_id': ...".
+template <typename F>
+auto at(const std::string& where, F read) {
+  try {
+    return read();
+  } catch (const StateFieldError& e) {
+    throw StateFieldError(where + ": " + e.what());
+  }
+}
+
+StepRecord step_from_json(const nlohmann::json& sj) {
+  namespace f = json_fields;
+  StepRecord s;
+  s.step_id = f::integer<std::uint32_t>(sj, "step_id");
+  s.restart_count = f::integer<std::uint32_t>(sj, "restart_count");
+  s.auto_resume = f::boolean(sj, "auto_resume");
+  s.running = f::boolean(sj, "running");
+  s.started_at = f::time_ms(sj, "started_at_ms");
+  s.ended_at = f::optional_time_ms(sj, "ended_at_ms");
+  const auto& exits = f::array(sj, "task_exits");
+  for (std::size_t i = 0; i < exits.size(); ++i) {
+    const auto& ej = exits[i];
+    TaskExitRecord e = at("task_exits[" + std::to_string(i) + "]", [&] {
+      return TaskExitRecord{f::integer<std::uint32_t>(ej, "task_rank"), f::integer<int>(ej, "wait_status"),
+                            f::time_ms(ej, "at_ms")};
+    });
+    // Files written before only failures were kept list successes too: count those.
+    if (e.wait_status == 0) ++s.tasks_ok;
+    else s.task_exits.push_back(e);
+  }
+  s.tasks_ok += f::integer_or<std::uint32_t>(sj, "tasks_ok", 0);
+  s.failures_not_kept = f::integer_or<std::uint32_t>(sj, "failures_not_kept", 0);
+  s.last_exit_at = f::optional_time_ms(sj, "last_exit_at_ms");
+  return s;
+}
+
+JobRecord job_from_json(const nlohmann::json& jj) {
+  namespace f = json_fields;
+  JobRecord job;
+  job.job_id = f::integer<std::uint32_t>(jj, "job_id");
+  job.uid = f::integer<std::uint32_t>(jj, "uid");
+  job.restart_count = f::integer<std::uint32_t>(jj, "restart_count");
+  job.max_resumes = f::optional_integer<std::uint32_t>(jj, "max_resumes");
+  const auto& steps = f::array(jj, "steps");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto s = at("steps[" + std::to_string(i) + "]", [&] { return step_from_json(steps[i]); });
+    job.steps[{s.restart_count, s.step_id}] = s;
+  }
+  return job;
+}
+
+}  // namespace
+
 std::expected<std::map<std::uint32_t, JobRecord>, std::string> JobRegistry::from_json(const nlohmann::json& j) {
   std::map<std::uint32_t, JobRecord> out;
   try {
-    if (j.at("version").get<int>() != 1) return std::unexpected("unsupported state version " + j.at("version").dump());
-    for (const auto& jj : j.at("jobs")) {
-      JobRecord job;
-      job.job_id = jj.at("job_id").get<std::uint32_t>();
-      job.uid = jj.at("uid").get<std::uint32_t>();
-      job.restart_count = jj.at("restart_count").get<std::uint32_t>();
-      if (jj.contains("max_resumes")) job.max_resumes = jj.at("max_resumes").get<std::uint32_t>();
-      for (const auto& sj : jj.at("steps")) {
-        StepRecord s;
-        s.step_id = sj.at("step_id").get<std::uint32_t>();
-        s.restart_count = sj.at("restart_count").get<std::uint32_t>();
-        s.auto_resume = sj.at("auto_resume").get<bool>();
-        s.running = sj.at("running").get<bool>();
-        s.started_at = from_epoch_ms(sj.at("started_at_ms").get<std::int64_t>());
-        if (sj.contains("ended_at_ms")) s.ended_at = from_epoch_ms(sj.at("ended_at_ms").get<std::int64_t>());
-        for (const auto& ej : sj.at("task_exits")) {
-          TaskExitRecord e{ej.at("task_rank").get<std::uint32_t>(), ej.at("wait_status").get<int>(),
-                           from_epoch_ms(ej.at("at_ms").get<std::int64_t>())};
-          // Files written before only failures were kept list successes too: count those.
-          if (e.wait_status == 0) ++s.tasks_ok;
-          else s.task_exits.push_back(e);
-        }
-        s.tasks_ok += sj.value("tasks_ok", 0u);
-        s.failures_not_kept = sj.value("failures_not_kept", 0u);
-        if (sj.contains("last_exit_at_ms")) s.last_exit_at = from_epoch_ms(sj.at("last_exit_at_ms").get<std::int64_t>());
-        job.steps[{s.restart_count, s.step_id}] = s;
-      }
+    if (auto version = json_fields::integer<std::int64_t>(j, "version"); version != 1)
+      return std::unexpected("unsupported state version " + std::to_string(version));
+    const auto& jobs = json_fields::array(j, "jobs");
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      auto job = at("jobs[" + std::to_string(i) + "]", [&] { return job_from_json(jobs[i]); });
       out[job.job_id] = job;
     }
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // StateFieldError, or nlohmann's for a wrong shape
     return std::unexpected(std::string("bad content: ") + e.what());
   }
   return out;

@@ -162,3 +162,73 @@ TEST(JobRegistry, AHugeStepCountsItsSuccessesAndKeepsItsFirstFailures) {
   EXPECT_EQ(again.jobs().at(9).steps.at({0, 0}).tasks_ok, 3000u);
   EXPECT_EQ(again.jobs().at(9).steps.at({0, 0}).failures_not_kept, 2000u - kMaxTaskExitsPerStep);
 }
+
+namespace {
+// A registry file of one job with one step and one failed task, `field` of it replaced by `value`.
+std::string registry_with(const std::string& field, const std::string& value) {
+  std::map<std::string, std::string> v = {
+      {"version", "1"},       {"job_id", "5"},         {"uid", "1000"},          {"job_restart", "0"},
+      {"max_resumes", "2"},   {"step_id", "0"},        {"step_restart", "0"},    {"auto_resume", "true"},
+      {"started", "1700000000000"}, {"ended", "1700000001000"}, {"rank", "1"}, {"status", "9"},
+      {"at", "1700000000500"}, {"tasks_ok", "3"},      {"last_exit", "1700000000500"}};
+  v.at(field) = value;
+  return "{\"version\":" + v["version"] + ",\"jobs\":[{\"job_id\":" + v["job_id"] + ",\"uid\":" + v["uid"] +
+         ",\"restart_count\":" + v["job_restart"] + ",\"max_resumes\":" + v["max_resumes"] + ",\"steps\":[{\"step_id\":" +
+         v["step_id"] + ",\"restart_count\":" + v["step_restart"] + ",\"auto_resume\":" + v["auto_resume"] +
+         ",\"running\":false,\"started_at_ms\":" + v["started"] + ",\"ended_at_ms\":" + v["ended"] +
+         ",\"task_exits\":[{\"task_rank\":" + v["rank"] + ",\"wait_status\":" + v["status"] + ",\"at_ms\":" + v["at"] +
+         "}],\"tasks_ok\":" + v["tasks_ok"] + ",\"last_exit_at_ms\":" + v["last_exit"] + "}]}]}";
+}
+}  // namespace
+
+TEST(JobRegistry, StateNumbersOutOfRangeAreRefusedNamingFileAndKey) {
+  ar::test::TempDir dir;
+  const auto file = dir / "jobs.json";
+  {
+    std::ofstream(file) << registry_with("version", "1");
+    JobRegistry ok(file);
+    ASSERT_TRUE(ok.load()) << ok.load().error();
+    EXPECT_EQ(ok.jobs().at(5).steps.at({0, 0}).task_exits.at(0).at, WallClock::time_point(std::chrono::milliseconds(1700000000500)));
+    EXPECT_EQ(ok.jobs().at(5).steps.at({0, 0}).tasks_ok, 3u);
+  }
+  struct Bad {
+    const char* field;
+    const char* value;
+    const char* key;  // the error must name it
+  };
+  // Before: -1 wrapped to 4294967295, 1.5 was cut to 1 (or undefined behaviour when larger than
+  // the type), a timestamp past 2262 overflowed system_clock.
+  const std::vector<Bad> bad = {
+      {"job_id", "-1", "jobs[0]: key 'job_id'"},
+      {"job_id", "1.5", "key 'job_id'"},
+      {"job_id", "4294967296", "key 'job_id'"},
+      {"job_id", "1e30", "key 'job_id'"},
+      {"job_id", "\"5\"", "key 'job_id'"},
+      {"uid", "-1", "key 'uid'"},
+      {"job_restart", "-3", "key 'restart_count'"},
+      {"max_resumes", "2.5", "key 'max_resumes'"},
+      {"max_resumes", "null", "key 'max_resumes'"},
+      {"step_id", "-2", "jobs[0]: steps[0]: key 'step_id'"},
+      {"step_restart", "1.0", "key 'restart_count'"},
+      {"auto_resume", "1", "key 'auto_resume'"},
+      {"started", "9223372036854775807", "key 'started_at_ms'"},
+      {"started", "-9223372036854775808", "key 'started_at_ms'"},
+      {"started", "1.7e12", "key 'started_at_ms'"},
+      {"ended", "99999999999999999", "key 'ended_at_ms'"},
+      {"rank", "-1", "task_exits[0]: key 'task_rank'"},
+      {"status", "4294967296", "key 'wait_status'"},
+      {"at", "-1", "key 'at_ms'"},
+      {"tasks_ok", "-1", "key 'tasks_ok'"},
+      {"last_exit", "1e300", "key 'last_exit_at_ms'"},
+      {"version", "1.5", "key 'version'"},
+  };
+  for (const auto& b : bad) {
+    std::ofstream(file, std::ios::trunc) << registry_with(b.field, b.value);
+    JobRegistry r(file);
+    auto loaded = r.load();
+    ASSERT_FALSE(loaded) << b.field << " = " << b.value << " was accepted";
+    EXPECT_NE(loaded.error().find(file.string() + ": bad content: "), std::string::npos) << loaded.error();
+    EXPECT_NE(loaded.error().find(b.key), std::string::npos) << b.field << " = " << b.value << ": " << loaded.error();
+    EXPECT_TRUE(r.jobs().empty());
+  }
+}

@@ -12,7 +12,7 @@ namespace {
 ScriptConfig sh(const std::string& name, const std::string& body, std::chrono::seconds timeout = 5s) {
   ScriptConfig c;
   c.name = name;
-  c.command = {"sh", "-c", body};
+  c.command = {"/bin/sh", "-c", body};
   c.timeout = timeout;
   return c;
 }
