@@ -130,8 +130,9 @@ std::vector<CheckResult> StorageCheck::run() {
       std::unique_lock lock(s->mutex);
       if (s->done_cv.wait_until(lock, deadline, [&] { return s->done; })) {
         seen[i].sample = s->sample;
-        // Leftovers are looked for until a probe gets through once (the directory may appear later).
-        if (s->sample.probed && s->sample.probe_error.empty()) stale_removed_.insert(config_.mounts[i].path);
+        // Leftovers are looked for once per mount, by the first probe that answers: a readdir of a
+        // big shared directory in every sweep (say, of a full filesystem) would cost the filesystem.
+        if (s->sample.probed) stale_removed_.insert(config_.mounts[i].path);
       } else {
         seen[i].not_answering = true;
         seen[i].waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - now);
