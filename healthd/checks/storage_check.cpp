@@ -61,14 +61,37 @@ CheckResult judge_mount(const StorageMountConfig& config, const MountObservation
 
 StorageCheck::StorageCheck(StorageConfig config, std::filesystem::path host_root, const std::string& node,
                            Sampler sampler)
-    : config_(std::move(config)), host_root_(std::move(host_root)), sampler_(std::move(sampler)) {
-  if (!sampler_) {
-    // One probe file per node: a shared filesystem is probed by every node at once.
-    std::string probe_name = ".healthd-probe." + node;
-    sampler_ = [probe_name](const std::filesystem::path& dir, bool probe) {
-      return sample_filesystem(dir, probe, probe_name);
-    };
+    : config_(std::move(config)),
+      host_root_(std::move(host_root)),
+      probe_prefix_(probe_prefix(node)),  // one node's files: a shared filesystem is probed by every node
+      sampler_(sampler ? std::move(sampler) : Sampler(sample_filesystem)) {}
+
+std::optional<std::chrono::milliseconds> StorageCheck::stuck_for(const std::filesystem::path& mount,
+                                                                 std::chrono::steady_clock::time_point now) {
+  auto it = stuck_.find(mount);
+  if (it == stuck_.end()) return std::nullopt;
+  {
+    std::lock_guard lock(it->second->mutex);
+    if (!it->second->done) return std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second->started);
   }
+  // Answered at last. Erased only once the guard has let go of its mutex: the map may hold the last
+  // reference to the Sampling, and unlocking a freed mutex writes freed memory.
+  stuck_.erase(it);
+  return std::nullopt;
+}
+
+void StorageCheck::start_sampling(const StorageMountConfig& mount, const std::shared_ptr<Sampling>& s) {
+  ProbeOptions probe{.enabled = mount.probe,
+                     .dir = mount.probe_dir,
+                     .prefix = probe_prefix_,
+                     .remove_stale = !stale_removed_.contains(mount.path)};
+  std::thread([s, sampler = sampler_, dir = under_root(host_root_, mount.path), probe = std::move(probe)] {
+    auto sample = sampler(dir, probe);
+    std::lock_guard lock(s->mutex);
+    s->sample = std::move(sample);
+    s->done = true;
+    s->done_cv.notify_all();
+  }).detach();
 }
 
 std::vector<CheckResult> StorageCheck::run() {
@@ -92,25 +115,14 @@ std::vector<CheckResult> StorageCheck::run() {
     const auto& m = config_.mounts[i];
     seen[i].entry = find_mount(*table, m.path);
     if (!seen[i].entry || (!m.fstype.empty() && seen[i].entry->fstype != m.fstype)) continue;
-    if (auto it = stuck_.find(m.path); it != stuck_.end()) {
-      std::lock_guard lock(it->second->mutex);
-      if (!it->second->done) {
-        seen[i].not_answering = true;  // still stuck since an earlier run: never a second one
-        seen[i].waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second->started);
-        continue;
-      }
-      stuck_.erase(it);  // it answered at last; look afresh
+    if (auto waited = stuck_for(m.path, now)) {
+      seen[i].not_answering = true;  // still stuck since an earlier run: never a second one
+      seen[i].waited = *waited;
+      continue;
     }
-    auto s = std::make_shared<Sampling>();
-    s->started = now;
-    sampling[i] = s;
-    std::thread([s, sampler = sampler_, dir = under_root(host_root_, m.path), probe = m.probe] {
-      auto sample = sampler(dir, probe);
-      std::lock_guard lock(s->mutex);
-      s->sample = std::move(sample);
-      s->done = true;
-      s->done_cv.notify_all();
-    }).detach();
+    sampling[i] = std::make_shared<Sampling>();
+    sampling[i]->started = now;
+    start_sampling(m, sampling[i]);
   }
   std::vector<CheckResult> results;
   for (std::size_t i = 0; i < config_.mounts.size(); ++i) {
@@ -118,6 +130,9 @@ std::vector<CheckResult> StorageCheck::run() {
       std::unique_lock lock(s->mutex);
       if (s->done_cv.wait_until(lock, deadline, [&] { return s->done; })) {
         seen[i].sample = s->sample;
+        // Leftovers are looked for once per mount, by the first probe that answers: a readdir of a
+        // big shared directory in every sweep (say, of a full filesystem) would cost the filesystem.
+        if (s->sample.probed) stale_removed_.insert(config_.mounts[i].path);
       } else {
         seen[i].not_answering = true;
         seen[i].waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - now);

@@ -3,7 +3,8 @@
 //
 // A hung network mount blocks statvfs and writes forever. The sampling of each mount therefore runs
 // on a thread of its own; at probe_timeout the mount is judged "not answering" (a fault, not a hang
-// of the daemon), and no second sample is started on it while the first is still stuck.
+// of the daemon), and no second sample is started on it while the first is still stuck; once that
+// one returns, the next run samples afresh.
 #pragma once
 
 #include <condition_variable>
@@ -11,6 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <string>
 
 #include "check.hpp"
 #include "collectors/filesystem.hpp"
@@ -31,7 +35,7 @@ CheckResult judge_mount(const StorageMountConfig& config, const MountObservation
 class StorageCheck : public Check {
  public:
   // Samples one mount directory (statvfs, and the probe when asked). May block; tests inject a fake.
-  using Sampler = std::function<FsSample(const std::filesystem::path& dir, bool probe)>;
+  using Sampler = std::function<FsSample(const std::filesystem::path& mount, const ProbeOptions& probe)>;
 
   StorageCheck(StorageConfig config, std::filesystem::path host_root, const std::string& node,
                Sampler sampler = {});
@@ -51,10 +55,19 @@ class StorageCheck : public Check {
     std::chrono::steady_clock::time_point started;
   };
 
+  // How long the mount's earlier sampling has been stuck; nullopt when none is (one that answered
+  // at last is forgotten here).
+  std::optional<std::chrono::milliseconds> stuck_for(const std::filesystem::path& mount,
+                                                     std::chrono::steady_clock::time_point now);
+  void start_sampling(const StorageMountConfig& mount, const std::shared_ptr<Sampling>& s);
+
   StorageConfig config_;
   std::filesystem::path host_root_;
+  std::string probe_prefix_;
   Sampler sampler_;
-  std::map<std::filesystem::path, std::shared_ptr<Sampling>> stuck_;  // by mount path; run() thread only
+  // By mount path; run() thread only. A sampling thread holds its own reference to its Sampling.
+  std::map<std::filesystem::path, std::shared_ptr<Sampling>> stuck_;
+  std::set<std::filesystem::path> stale_removed_;  // mounts whose earlier probe leftovers are gone
 };
 
 }  // namespace ar::healthd

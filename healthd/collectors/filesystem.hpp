@@ -34,10 +34,29 @@ struct FsSample {
   std::uint64_t total_inodes = 0;
   std::uint64_t free_inodes = 0;
   bool probed = false;
-  std::string probe_error;  // non-empty: the probe write failed ("open: Permission denied")
+  std::string probe_error;  // non-empty: the probe write failed ("create: No space left on device")
 };
 
-// statvfs of `dir`, then (if `probe`) write+fsync+unlink of `dir/probe_name`. May block.
-FsSample sample_filesystem(const std::filesystem::path& dir, bool probe, const std::string& probe_name);
+// The probe write. Users may write in the directory it is made in (the mount root of a shared
+// filesystem often is), so nothing a user plants there can fail or block it: each probe file has a
+// fresh random name (`prefix` + 16 hex digits from getrandom), is created exclusively, without
+// following links and without blocking (O_CREAT|O_EXCL|O_NOFOLLOW|O_NONBLOCK, mode 0600), checked
+// to be the regular file just made, written, fsync'd and unlinked; a name already taken is retried
+// with another. The directory is reached from the mount without following links.
+struct ProbeOptions {
+  bool enabled = true;
+  std::filesystem::path dir;  // relative to the mount, plain names only (config checks it); empty: the mount root
+  std::string prefix;         // ".healthd-probe.<node>.": one node's files on a shared filesystem
+  // Also unlink leftovers of an earlier probe cut short (a crash): names of `prefix` + 16 hex digits
+  // that are regular files of this user (root) with one link. Nothing else is touched; links are
+  // never followed. Costs a readdir, so asked for once per mount, not every sweep.
+  bool remove_stale = false;
+};
+
+// The file name prefix of one node's probe files.
+std::string probe_prefix(const std::string& node);
+
+// statvfs of `mount`, then the probe in `mount/probe.dir` if enabled. May block (a hung mount).
+FsSample sample_filesystem(const std::filesystem::path& mount, const ProbeOptions& probe);
 
 }  // namespace ar::healthd

@@ -387,11 +387,29 @@ std::expected<bool, std::string> assign(T& to, R read) {
   return true;
 }
 
+// A directory below a mount, as plain names ("healthd/probe"): the probe walks it name by name
+// without following links, so there is nothing to resolve ("..", ".", "//", a leading "/").
+std::expected<std::filesystem::path, std::string> read_probe_dir(const toml::node& n) {
+  const std::string what = "must be a relative path of plain names below the mount (\"healthd\", \"a/b\")";
+  if (!n.is_string()) return std::unexpected(what);
+  const auto text = *n.value<std::string>();
+  if (text.empty() || text.find('\0') != std::string::npos) return std::unexpected(what);
+  std::filesystem::path dir;
+  for (std::size_t start = 0; start <= text.size();) {
+    const auto end = std::min(text.find('/', start), text.size());
+    const auto name = text.substr(start, end - start);
+    if (name.empty() || name == "." || name == "..") return std::unexpected(what);
+    dir /= name;
+    start = end + 1;
+  }
+  return dir;
+}
+
 std::expected<std::vector<StorageMountConfig>, std::string> read_mounts(const toml::node& n, const std::string& source) {
   using std::chrono::seconds;
   return read_table_array<StorageMountConfig>(
       n, "checks.storage.mount", source,
-      "action, fstype, min_free_gib, min_free_inodes_percent, min_free_percent, path, probe",
+      "action, fstype, min_free_gib, min_free_inodes_percent, min_free_percent, path, probe, probe_dir",
       [](StorageMountConfig& m, const std::string& k, const toml::node& v) -> std::expected<bool, std::string> {
         if (k == "path") return assign(m.path, read_abs_path(v));
         if (k == "fstype") return assign(m.fstype, read_string(v));
@@ -399,6 +417,7 @@ std::expected<std::vector<StorageMountConfig>, std::string> read_mounts(const to
         if (k == "min_free_percent") return assign(m.min_free_percent, read_non_negative(v));
         if (k == "min_free_inodes_percent") return assign(m.min_free_inodes_percent, read_non_negative(v));
         if (k == "probe") return assign(m.probe, read_bool(v));
+        if (k == "probe_dir") return assign(m.probe_dir, read_probe_dir(v));
         if (k == "action") return assign(m.action, read_action(v));
         return false;
       },

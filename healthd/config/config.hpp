@@ -109,6 +109,7 @@ struct StorageMountConfig {
   double min_free_percent = 0;
   double min_free_inodes_percent = 0;
   bool probe = true;                     // write+fsync+unlink a small file, within probe_timeout
+  std::filesystem::path probe_dir;       // where, relative to path (plain names); empty: the mount root
   Action action = Action::drain;         // for every fault of this mount
 };
 

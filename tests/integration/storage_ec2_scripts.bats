@@ -34,6 +34,8 @@ teardown() {
   for node in n1 n2 n3; do
     local fsx="${AR_CLUSTER_DIR}/host/$node/fsx"
     [ -d "$fsx" ] || { rm -f "$fsx"; mkdir -p "$fsx"; }
+    rm -rf "$fsx/.healthd-probe.$node"
+    chmod 0755 "$fsx"
     rm -f "$IMDS_DIR/$node/events/maintenance/scheduled" "${AR_CLUSTER_DIR}/host/$node/etc/admin-check"
   done
   reset_cluster
@@ -77,6 +79,44 @@ check_says() { [ "$(check_result "$1" "$2" "$3")" = True ]; }
   rm -f "${AR_CLUSTER_DIR}/host/$victim/fsx"
   mkdir "${AR_CLUSTER_DIR}/host/$victim/fsx"
   wait_until 40 node_idle "$victim"
+}
+
+# only_entry DIR NAME: NAME is all there is in DIR.
+only_entry() { [ "$(ls -A "$1")" = "$2" ]; }
+# storage_ok_after NODE MS: the node's storage result is ok and was judged after MS (epoch ms).
+storage_ok_after() { check_says "$1" storage "rs[0]['status'] == 'ok' and rs[0]['at_ms'] > $2"; }
+
+@test "a user plants a directory and a FIFO at the old probe paths: no drain, storage stays ok" {
+  local n2fsx="${AR_CLUSTER_DIR}/host/n2/fsx" n3fsx="${AR_CLUSTER_DIR}/host/n3/fsx" log2 log3 after
+  check_says n2 storage 'rs[0]["status"] == "ok"'
+  check_says n3 storage 'rs[0]["status"] == "ok"'
+  log2=$(wc -l <"${AR_CLUSTER_DIR}/log/healthd-n2.log")
+  log3=$(wc -l <"${AR_CLUSTER_DIR}/log/healthd-n3.log")
+  # The checkpoint filesystem's root is open to users, as the root of a shared one often is; what
+  # follows is done as an ordinary user. The names are the probe's old, predictable ones: a
+  # directory there made the probe fail (STORAGE-UNWRITABLE), a FIFO blocked it (STORAGE-HUNG).
+  chmod 1777 "$n2fsx" "$n3fsx"
+  runuser -u nobody -- mkdir "$n2fsx/.healthd-probe.n2"
+  runuser -u nobody -- mkfifo "$n3fsx/.healthd-probe.n3"
+  [ "$(stat -c %U "$n3fsx/.healthd-probe.n3")" = nobody ]
+  # Past probe_timeout_s (3 s) and several 1 s sweeps, both are still healthy and in service.
+  after=$(( $(date +%s%3N) + 6000 ))
+  wait_until 30 storage_ok_after n2 "$after"
+  wait_until 30 storage_ok_after n3 "$after"
+  node_idle n2
+  node_idle n3
+  run healthctl_on n3 status
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"verdict:      healthy"* ]]
+  echo "$output" | grep -Eq '^storage +ok '
+  # Not faulty at any sweep in between either, and what the user planted is left as it was.
+  [ "$(tail -n +"$((log2 + 1))" "${AR_CLUSTER_DIR}/log/healthd-n2.log" | grep -cE "STORAGE-|is faulty")" = 0 ]
+  [ "$(tail -n +"$((log3 + 1))" "${AR_CLUSTER_DIR}/log/healthd-n3.log" | grep -cE "STORAGE-|is faulty")" = 0 ]
+  [ -d "$n2fsx/.healthd-probe.n2" ]
+  [ -p "$n3fsx/.healthd-probe.n3" ]
+  # The probe itself leaves nothing behind (a probe file lives only within a sweep).
+  wait_until 10 only_entry "$n3fsx" .healthd-probe.n3
 }
 
 @test "an EC2 maintenance notice: the job is told to checkpoint, then requeued off the node" {
