@@ -15,6 +15,7 @@
 #include "checks/dcgm_check.hpp"
 #include "checks/gpu_judges.hpp"
 #include "checks/xid_policy.hpp"
+#include "server/limits.hpp"
 
 namespace ar::healthd {
 
@@ -97,6 +98,7 @@ struct PolicyConfig {
 struct SlurmConfig {
   std::string scontrol = "scontrol";     // squeue is taken from the same directory
   std::chrono::seconds timeout{10};      // one scontrol call; past it Slurm counts as not answering
+  std::string user = "slurm";            // SlurmUser: sees every job over the socket, as root does
 };
 
 // [[checks.storage.mount]]: a filesystem jobs need (the checkpoint directory), judged by its mount
@@ -151,6 +153,7 @@ struct Config {
 
   PolicyConfig policy;        // [policy]
   SlurmConfig slurm;          // [slurm]
+  ServerLimits server;        // [server]
   KernelLogConfig kernel_log; // [checks.kernel_log]
   GpuConfig gpu;              // [checks.gpu]
   DcgmConfig dcgm;            // [checks.dcgm]
