@@ -1,5 +1,6 @@
 #include "request_handler.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 #include <vector>

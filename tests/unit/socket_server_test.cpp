@@ -472,3 +472,47 @@ TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
   ::waitpid(pid, nullptr, 0);
   EXPECT_EQ(log.count("server: accept: "), 1u) << log.text();
 }
+
+// A daemon SIGKILLed while a child of its (scontrol, a script) still runs: the child must not hold
+// the listener, or the restarted daemon finds "another daemon is listening" and refuses to start.
+TEST(SocketServer, ADaemonKilledWhileItsChildRunsCanBeRestarted) {
+  ar::test::TempDir dir;
+  const auto path = (dir / "healthd.sock").string();
+  int ready[2];
+  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+  pid_t daemon = ::fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    ar::healthd::JobRegistry registry(dir / "jobs.json");
+    ar::healthd::DaemonInfo info{"n1", "t", path, "", "", ar::healthd::WallClock::now()};
+    ar::healthd::RequestHandler handler(info, registry, [] {});
+    asio::io_context io;
+    ar::healthd::SocketServer server(io, path, handler);
+    if (!server.start()) ::_exit(1);
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    (void)::write(ready[1], &child, sizeof(child));
+    io.run();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  pid_t child = 0;
+  ASSERT_EQ(::read(ready[0], &child, sizeof(child)), static_cast<ssize_t>(sizeof(child)));
+  ::close(ready[0]);
+  ::kill(daemon, SIGKILL);
+  ::waitpid(daemon, nullptr, 0);
+  ASSERT_TRUE(std::filesystem::is_socket(path));  // left behind, as a SIGKILL leaves it
+  ASSERT_EQ(::kill(child, 0), 0);                  // and the child still runs
+
+  ar::healthd::JobRegistry registry(dir / "jobs.json");
+  ar::healthd::DaemonInfo info{"n1", "t", path, "", "", ar::healthd::WallClock::now()};
+  ar::healthd::RequestHandler handler(info, registry, [] {});
+  asio::io_context io;
+  ar::healthd::SocketServer restarted(io, path, handler);
+  auto r = restarted.start();
+  ::kill(child, SIGKILL);
+  EXPECT_TRUE(r) << r.error();
+}
