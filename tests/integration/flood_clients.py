@@ -53,14 +53,19 @@ def main():
     for path in args.sockets:
         for i in range(args.per_socket):
             held.append(open_one(path, i % 3))
-    # Connections still in the listen backlog look held: count until the daemons have seen them all.
-    n_refused = -1
-    for _ in range(60):
-        time.sleep(0.5)
-        now = sum(1 for s in held if refused(s))
-        if now == n_refused:
-            break
-        n_refused = now
+    # Each daemon accepts in order: once a connection opened after all of these is answered (busy,
+    # by now), every one of them has been let in or turned away.
+    for path in args.sockets:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(60)
+        probe.connect(path)
+        try:
+            probe.send(b'{"v":1,"type":"ping"}\n')
+            probe.recv(512)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # turned away: accepted all the same
+        probe.close()
+    n_refused = sum(1 for s in held if refused(s))
     print("ready pid=%d opened=%d refused=%d" % (os.getpid(), len(held), n_refused), flush=True)
     while True:
         for path in args.sockets:

@@ -334,9 +334,15 @@ namespace {
     if (i % 3 == 2) (void)::send(fd, unread.data(), unread.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     fds[opened++] = fd;
   }
-  ::usleep(300 * 1000);
+  // The server accepts in order: once a connection opened after all of these is answered (busy,
+  // by now), every one of them has been let in or turned away.
+  int probe = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (probe < 0 || ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) ::_exit(91);
+  (void)::send(probe, kPing.data(), kPing.size(), MSG_NOSIGNAL);
+  pollfd answered{probe, POLLIN, 0};
+  if (::poll(&answered, 1, 30000) != 1) ::_exit(92);
   // Refused: answered busy, or closed (a reset when the server left request bytes unread). Held:
-  // nothing to read yet, or answers to its requests.
+  // nothing to read, or answers to its requests.
   int busy = 0;
   for (int i = 0; i < opened; ++i) {
     char b[512];
@@ -502,6 +508,14 @@ TEST(SocketServer, ADaemonKilledWhileItsChildRunsCanBeRestarted) {
   pid_t child = 0;
   ASSERT_EQ(::read(ready[0], &child, sizeof(child)), static_cast<ssize_t>(sizeof(child)));
   ::close(ready[0]);
+  // Until the child has exec'd it holds the fork's copies of every descriptor, close-on-exec or not.
+  const auto comm = "/proc/" + std::to_string(child) + "/comm";
+  for (int i = 0; i < 500; ++i) {
+    std::string name;
+    std::ifstream(comm) >> name;
+    if (name == "sleep") break;
+    std::this_thread::sleep_for(10ms);
+  }
   ::kill(daemon, SIGKILL);
   ::waitpid(daemon, nullptr, 0);
   ASSERT_TRUE(std::filesystem::is_socket(path));  // left behind, as a SIGKILL leaves it
