@@ -255,9 +255,9 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   for (const auto& script : config.scripts) checks.push_back(std::make_shared<ScriptCheck>(script));
   Engine engine(checks, responder, config.policy.check_deadline);
   HealthService service(engine, timeline, registry);
-  RequestHandler handler(info, registry, persist, &service);
+  RequestHandler handler(info, registry, persist, &service, slurm_user_uid(config.slurm.user));
 
-  SocketServer server(io, config.socket, handler);
+  SocketServer server(io, config.socket, handler, config.server);
   if (auto r = server.start(); !r) {
     spdlog::critical("healthd: {}", r.error());
     return 1;

@@ -513,6 +513,16 @@ const std::map<std::string, Table>& schema() {
        {
            {"scontrol", nested<SlurmConfig, std::string>(&Config::slurm, &SlurmConfig::scontrol, read_program)},
            {"timeout_s", nested(&Config::slurm, &SlurmConfig::timeout, duration_in<seconds>(1, 600, "seconds"))},
+           {"user", nested<SlurmConfig, std::string>(&Config::slurm, &SlurmConfig::user, read_string)},
+       }},
+      {"server",
+       {
+           {"max_connections", nested(&Config::server, &ServerLimits::max_connections, uint_in(16, 1000000))},
+           {"root_reserved", nested(&Config::server, &ServerLimits::root_reserved, uint_in(1, 1000000))},
+           {"max_connections_per_uid", nested(&Config::server, &ServerLimits::max_connections_per_uid, uint_in(1, 1000000))},
+           {"idle_timeout_ms", nested(&Config::server, &ServerLimits::idle_timeout, duration_in<milliseconds>(100, 3600000, "milliseconds"))},
+           {"message_timeout_ms", nested(&Config::server, &ServerLimits::message_timeout, duration_in<milliseconds>(100, 3600000, "milliseconds"))},
+           {"write_timeout_ms", nested(&Config::server, &ServerLimits::write_timeout, duration_in<milliseconds>(100, 3600000, "milliseconds"))},
        }},
       {"checks.kernel_log",
        {
@@ -763,6 +773,10 @@ std::expected<Config, std::string> read_config(const toml::table& root, const st
   for (const auto& [section_key, section_node] : root) {
     if (auto r = walk(std::string(section_key.str()), section_key, section_node); !r) return std::unexpected(r.error());
   }
+  if (config.server.root_reserved >= config.server.max_connections)
+    return std::unexpected(source_name + ": [server] root_reserved (" + std::to_string(config.server.root_reserved) +
+                           ") must be less than max_connections (" + std::to_string(config.server.max_connections) +
+                           "), or users could never connect");
   if (config.node_name.empty()) config.node_name = default_node_name();
   return config;
 }

@@ -15,6 +15,7 @@
 #include "checks/dcgm_check.hpp"
 #include "checks/gpu_judges.hpp"
 #include "checks/xid_policy.hpp"
+#include "server/limits.hpp"
 
 namespace ar::healthd {
 
@@ -98,6 +99,7 @@ struct SlurmConfig {
   std::string scontrol = "scontrol";     // a bare name is resolved at load in /usr/sbin:/usr/bin:/sbin:/bin;
                                          // squeue and scancel are taken from the same directory
   std::chrono::seconds timeout{10};      // one scontrol call; past it Slurm counts as not answering
+  std::string user = "slurm";            // SlurmUser: sees every job over the socket, as root does
 };
 
 // [[checks.storage.mount]]: a filesystem jobs need (the checkpoint directory), judged by its mount
@@ -156,6 +158,7 @@ struct Config {
 
   PolicyConfig policy;        // [policy]
   SlurmConfig slurm;          // [slurm]
+  ServerLimits server;        // [server]
   KernelLogConfig kernel_log; // [checks.kernel_log]
   GpuConfig gpu;              // [checks.gpu]
   DcgmConfig dcgm;            // [checks.dcgm]

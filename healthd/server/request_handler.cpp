@@ -1,21 +1,73 @@
 #include "request_handler.hpp"
 
+#include <cstdio>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 namespace ar::healthd {
 
+bool is_root(const Peer& peer) { return peer.uid == 0 || peer.uid == ::geteuid(); }
+
+namespace {
+
+// The parser quotes the client text it puts in its messages; this keeps a log line one line of
+// bounded length whatever a message holds (every byte outside printable ASCII written \xHH).
+std::string one_line(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  for (unsigned char c : text.substr(0, max_bytes)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    }
+  }
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
+}  // namespace
+
+std::optional<uid_t> slurm_user_uid(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (rc != 0 || !found) {
+    spdlog::warn("server: slurm user '{}': {}; only root sees every job", name,
+                 rc != 0 ? std::strerror(rc) : "no such user");
+    return std::nullopt;
+  }
+  return found->pw_uid;
+}
+
 RequestHandler::RequestHandler(const DaemonInfo& info, JobRegistry& registry, std::function<void()> on_registry_change,
-                               HealthEvents* events)
-    : info_(info), registry_(registry), on_registry_change_(std::move(on_registry_change)), events_(events) {}
+                               HealthEvents* events, std::optional<uid_t> slurm_uid)
+    : info_(info),
+      registry_(registry),
+      on_registry_change_(std::move(on_registry_change)),
+      events_(events),
+      slurm_uid_(slurm_uid) {}
+
+void RequestHandler::log_refusal(const Peer& peer, const proto::Error& error) {
+  if (!refusal_log_.allow()) return;
+  if (auto k = refusal_log_.take_suppressed())
+    spdlog::warn("server: {} more refused messages were not logged (at most 10 a second)", k);
+  spdlog::warn("server: refused a message from pid {} uid {}: {}: {}", peer.pid, peer.uid, error.code,
+               one_line(error.message, 256));
+}
 
 nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
   auto request = proto::parse_request(line);
   if (!request) {
-    spdlog::warn("server: refused a message from pid {} uid {}: {}: {}", peer.pid, peer.uid, request.error().code,
-                 request.error().message);
+    log_refusal(peer, request.error());
     return proto::error_reply(request.error());
   }
   return std::visit(
@@ -24,22 +76,21 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
         if constexpr (std::is_same_v<M, proto::Ping>) {
           return proto::ok_reply({{"node", info_.node}, {"version", info_.version}});
         } else if constexpr (std::is_same_v<M, proto::StatusQuery>) {
-          return proto::ok_reply(status());
+          return proto::ok_reply(status(peer));
         } else if constexpr (std::is_same_v<M, proto::JobsQuery>) {
-          return proto::ok_reply(jobs());
+          return proto::ok_reply(jobs(peer));
         } else if constexpr (std::is_same_v<M, proto::CheckNow>) {
           // A full sweep may run expensive checks (a DCGM diagnostic): not for anyone to trigger.
-          if (peer.uid != 0 && peer.uid != ::geteuid())
+          if (!is_root(peer))
             return proto::error_reply({proto::err::kForbidden, "an on-demand check is for root only"});
           if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
           return proto::ok_reply({{"sweep", events_->check_now()}});
         } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
-          nlohmann::json timeline = events_ ? events_->explain(m.job_id) : nlohmann::json::array();
-          return proto::ok_reply({{"node", info_.node}, {"job_id", m.job_id}, {"timeline", timeline}});
+          return proto::ok_reply(explain(peer, m.job_id));
         } else {
           // Lifecycle messages come from slurmstepd, which runs as root. Anyone else could forge a
           // task failure and trigger a requeue, so they are refused.
-          if (peer.uid != 0 && peer.uid != ::geteuid())
+          if (!is_root(peer))
             return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
           if (m.node != info_.node)
             return proto::error_reply({proto::err::kBadField, "message for node '" + m.node +
@@ -66,11 +117,27 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
       *request);
 }
 
-nlohmann::json RequestHandler::status() const {
+bool RequestHandler::sees_every_job(const Peer& peer) const {
+  return is_root(peer) || (slurm_uid_ && peer.uid == *slurm_uid_);
+}
+
+bool RequestHandler::may_see(const Peer& peer, std::uint32_t job_id) const {
+  if (sees_every_job(peer)) return true;
+  auto it = registry_.jobs().find(job_id);
+  return it != registry_.jobs().end() && it->second.uid == peer.uid;
+}
+
+// The node's health is for everyone (it is what sinfo shows too); the job counts are of the jobs
+// the peer may see.
+nlohmann::json RequestHandler::status(const Peer& peer) const {
   auto uptime = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - info_.started_at).count();
+  std::size_t known = 0;
   std::size_t running = 0;
-  for (const auto& [id, job] : registry_.jobs())
+  for (const auto& [id, job] : registry_.jobs()) {
+    if (!may_see(peer, id)) continue;
+    ++known;
     if (job.running()) ++running;
+  }
   return {{"node", info_.node},
           {"version", info_.version},
           {"pid", ::getpid()},
@@ -78,14 +145,26 @@ nlohmann::json RequestHandler::status() const {
           {"socket", info_.socket},
           {"state_dir", info_.state_dir},
           {"config_file", info_.config_file},
-          {"jobs_known", registry_.jobs().size()},
+          {"jobs_known", known},
           {"jobs_running", running},
           {"health", events_ ? events_->health_status() : nlohmann::json::object()}};
 }
 
-nlohmann::json RequestHandler::jobs() const {
-  auto j = registry_.to_json();
-  return {{"node", info_.node}, {"jobs", j["jobs"]}};
+nlohmann::json RequestHandler::jobs(const Peer& peer) const {
+  auto all = registry_.to_json()["jobs"];
+  if (sees_every_job(peer)) return {{"node", info_.node}, {"jobs", all}};
+  nlohmann::json own = nlohmann::json::array();
+  for (auto& j : all)
+    if (j["uid"] == peer.uid) own.push_back(std::move(j));
+  return {{"node", info_.node}, {"jobs", own}};
+}
+
+// Someone else's job gets the reply of a job this node never saw (an empty timeline), not
+// `forbidden`: a refusal would tell which job ids run here.
+nlohmann::json RequestHandler::explain(const Peer& peer, std::uint32_t job_id) const {
+  nlohmann::json timeline = nlohmann::json::array();
+  if (events_ && may_see(peer, job_id)) timeline = events_->explain(job_id);
+  return {{"node", info_.node}, {"job_id", job_id}, {"timeline", timeline}};
 }
 
 }  // namespace ar::healthd

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "log_budget.hpp"
 #include "state/job_registry.hpp"
 
 namespace ar::healthd {
@@ -19,6 +21,10 @@ struct Peer {
   uid_t uid = 0;
   pid_t pid = 0;
 };
+
+// Root, or the uid the daemon itself runs as (a daemon under test): the peers lifecycle messages
+// may come from, and whose connections may use the slots kept for root.
+bool is_root(const Peer& peer);
 
 struct DaemonInfo {
   std::string node;
@@ -41,23 +47,37 @@ class HealthEvents {
   virtual std::uint64_t check_now() = 0;
 };
 
+// The uid of the Slurm user ([slurm] user), looked up once at start. Unknown (or empty): none, and
+// only root sees every job; said in the log, since Slurm's own tools then see less than they might.
+std::optional<uid_t> slurm_user_uid(const std::string& name);
+
+// Who sees what: every job's record (uid, steps, timeline) is for root, the daemon's own uid and the
+// Slurm user; anyone else sees the jobs recorded with their uid at step_start, and the node's health.
+// A job that is not theirs answers as one this node does not know, so its existence cannot be probed.
 class RequestHandler {
  public:
   // `on_registry_change` runs after every change of the registry (the daemon persists it there).
-  // `events` may be null (no checks: the protocol and registry alone).
+  // `events` may be null (no checks: the protocol and registry alone). `slurm_uid`: see slurm_user_uid.
   RequestHandler(const DaemonInfo& info, JobRegistry& registry, std::function<void()> on_registry_change,
-                 HealthEvents* events = nullptr);
+                 HealthEvents* events = nullptr, std::optional<uid_t> slurm_uid = std::nullopt);
 
   nlohmann::json handle(std::string_view line, const Peer& peer);
 
  private:
-  nlohmann::json status() const;
-  nlohmann::json jobs() const;
+  bool sees_every_job(const Peer& peer) const;
+  bool may_see(const Peer& peer, std::uint32_t job_id) const;
+  nlohmann::json status(const Peer& peer) const;
+  nlohmann::json jobs(const Peer& peer) const;
+  nlohmann::json explain(const Peer& peer, std::uint32_t job_id) const;
+  void log_refusal(const Peer& peer, const proto::Error& error);
 
   const DaemonInfo& info_;
   JobRegistry& registry_;
   std::function<void()> on_registry_change_;
   HealthEvents* events_;
+  std::optional<uid_t> slurm_uid_;
+  // Any user can send bad messages as fast as they like: their log lines are budgeted.
+  LogBudget refusal_log_{10};
 };
 
 }  // namespace ar::healthd

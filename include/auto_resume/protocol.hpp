@@ -90,7 +90,29 @@ inline constexpr const char* kBadField = "bad_field";  // a field missing or of 
 inline constexpr const char* kTooLarge = "too_large";
 inline constexpr const char* kForbidden = "forbidden";  // a lifecycle message from a process not running as root
 inline constexpr const char* kInternal = "internal";
+inline constexpr const char* kBusy = "busy";        // too many connections from this uid (or in all): try later
+inline constexpr const char* kTimeout = "timeout";  // a message not completed in time; the connection is closed
 }  // namespace err
+
+// Client text as it may appear in an error message or a log line: at most `max_bytes` of it, in
+// quotes, every byte outside printable ASCII (and the quote and backslash) written \xHH. One line,
+// pure ASCII (so a cut never splits a UTF-8 sequence), bounded whatever the client sent.
+inline std::string quote_client_text(std::string_view text, std::size_t max_bytes = 64) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  for (unsigned char c : text.substr(0, max_bytes)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  out += '\'';
+  if (text.size() > max_bytes) out += " (" + std::to_string(text.size() - max_bytes) + " more bytes)";
+  return out;
+}
 
 struct Error {
   std::string code;
@@ -291,7 +313,7 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
                                  f("node", &StepEnd::node));
     return finish(std::move(m), e);
   }
-  return std::unexpected(Error{err::kUnknownType, "unknown message type '" + type + "'"});
+  return std::unexpected(Error{err::kUnknownType, "unknown message type " + quote_client_text(type)});
 }
 
 // A reply as the client sees it: the data of an ok reply, or the error.

@@ -15,12 +15,12 @@ namespace ar::test {
 
 class RunningDaemon {
  public:
-  explicit RunningDaemon(std::string node = "n1", std::string socket = "")
+  explicit RunningDaemon(std::string node = "n1", std::string socket = "", healthd::ServerLimits limits = test_limits())
       : socket_path(socket.empty() ? (dir / "healthd.sock").string() : socket),
         registry(dir / "jobs.json"),
         info{node, "test", socket_path, dir.path().string(), "none", healthd::WallClock::now()},
         handler(info, registry, [this] { ++changes; }),
-        server(io, socket_path, handler, std::chrono::milliseconds(2000)) {
+        server(io, socket_path, handler, limits) {
     auto r = server.start();
     if (!r) throw std::runtime_error(r.error());
     thread = std::thread([this] { io.run(); });
@@ -29,6 +29,13 @@ class RunningDaemon {
     asio::post(io, [this] { server.stop(); });
     io.stop();
     thread.join();
+  }
+
+  // The defaults, but idle connections go sooner, so tests that leave one open do not wait a minute.
+  static healthd::ServerLimits test_limits() {
+    healthd::ServerLimits l;
+    l.idle_timeout = std::chrono::milliseconds(2000);
+    return l;
   }
 
   TempDir dir;

@@ -1,5 +1,9 @@
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 
+#include "log_capture.hpp"
 #include "server/request_handler.hpp"
 
 using namespace ar::healthd;
@@ -72,4 +76,136 @@ TEST(RequestHandler, AnOnDemandCheckIsForRootAndReturnsTheSweepNumber) {
   auto reply = handler.handle(line(proto::CheckNow{}), Peer{0, 1});
   ASSERT_EQ(reply["ok"], true) << reply.dump();
   EXPECT_EQ(reply["data"]["sweep"], 1);
+}
+
+// ---- client text in replies and logs -------------------------------------------------------------
+
+namespace {
+// A `type` that would write a real-looking second log line, padded to 60 KiB.
+std::string forging_request() {
+  std::string type = "x\n[2026-12-01 09:00:00.000] [info] job 7 requeued\x1b[2J";
+  type += std::string(60 * 1024, 'A');
+  return nlohmann::json{{"v", 1}, {"type", type}}.dump();
+}
+}  // namespace
+
+TEST(RequestHandler, ClientTextIsQuotedAndCutInTheReplyAndTheLog) {
+  ar::test::LogCapture log;
+  Fixture f;
+  auto reply = f.handler.handle(forging_request(), Peer{4242, 1});
+  ASSERT_EQ(reply["error"]["code"], proto::err::kUnknownType);
+  const auto message = reply["error"]["message"].get<std::string>();
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  EXPECT_NE(message.find("'x\\x0a[2026"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 400u);
+  EXPECT_EQ(log.lines(), 1u) << log.text();
+  EXPECT_EQ(log.text().find("\n[2026"), std::string::npos) << log.text();
+  EXPECT_LT(log.text().size(), 1000u);
+}
+
+TEST(RequestHandler, AFloodOfBadMessagesWritesABoundedLog) {
+  ar::test::LogCapture log;
+  Fixture f;
+  const auto request = forging_request();
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 300; ++i) f.handler.handle(request, Peer{4242, 1});
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count() + 1;
+  // At most 10 lines a second (and a line about those left out), each of them short: the 500
+  // requests of 60 KiB wrote 30 MB of log before.
+  EXPECT_LT(log.lines(), 300u);
+  EXPECT_LE(log.lines(), static_cast<std::size_t>(11 * seconds));
+  EXPECT_LT(log.text().size(), log.lines() * 600);
+  // Once the second is over, the next line says how many were left out.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  f.handler.handle(request, Peer{4242, 1});
+  EXPECT_GE(log.count("more refused messages were not logged"), 1u) << log.text();
+}
+
+TEST(RequestHandler, QuotingEscapesEveryByteOutsidePrintableAscii) {
+  EXPECT_EQ(proto::quote_client_text("a'b\\c\x7f\xff"), "'a\\x27b\\x5cc\\x7f\\xff'");
+  EXPECT_EQ(proto::quote_client_text(std::string(70, 'z'), 4), "'zzzz' (66 more bytes)");
+}
+
+// ---- who sees which jobs -------------------------------------------------------------------------
+
+namespace {
+struct TimelineEvents : CountingEvents {
+  nlohmann::json explain(std::uint32_t job_id) override { return nlohmann::json::array({{{"job", job_id}}}); }
+};
+
+// Two users' jobs on the node: 10 of uid 1000, 20 of uid 2000; uid 3000 is the Slurm user.
+struct TwoUsers {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  TimelineEvents events;
+  RequestHandler handler{info, registry, [] {}, &events, uid_t{3000}};
+  TwoUsers() {
+    handler.handle(line(proto::StepStart{10, 0, "n1", 1000, true, 0}), Peer{0, 1});
+    handler.handle(line(proto::StepStart{20, 0, "n1", 2000, true, 0}), Peer{0, 1});
+  }
+  std::vector<std::uint32_t> jobs_seen_by(uid_t uid) {
+    auto reply = handler.handle(line(proto::JobsQuery{}), Peer{uid, 1});
+    std::vector<std::uint32_t> ids;
+    for (const auto& j : reply["data"]["jobs"]) ids.push_back(j["job_id"]);
+    return ids;
+  }
+  nlohmann::json explain_as(uid_t uid, std::uint32_t job) {
+    return handler.handle(line(proto::ExplainQuery{job}), Peer{uid, 1});
+  }
+};
+}  // namespace
+
+TEST(RequestHandler, AUserListsOnlyTheirOwnJobs) {
+  TwoUsers t;
+  EXPECT_EQ(t.jobs_seen_by(1000), std::vector<std::uint32_t>{10});
+  EXPECT_EQ(t.jobs_seen_by(2000), std::vector<std::uint32_t>{20});
+  EXPECT_TRUE(t.jobs_seen_by(4242).empty());
+}
+
+TEST(RequestHandler, RootAndTheSlurmUserListEveryJob) {
+  TwoUsers t;
+  EXPECT_EQ(t.jobs_seen_by(0), (std::vector<std::uint32_t>{10, 20}));
+  EXPECT_EQ(t.jobs_seen_by(3000), (std::vector<std::uint32_t>{10, 20}));
+}
+
+TEST(RequestHandler, ExplainOfSomeoneElsesJobAnswersAsForAnUnknownJob) {
+  TwoUsers t;
+  auto own = t.explain_as(1000, 10);
+  ASSERT_EQ(own["ok"], true);
+  EXPECT_EQ(own["data"]["timeline"].size(), 1u);
+  auto other = t.explain_as(1000, 20);
+  auto unknown = t.explain_as(1000, 99);
+  ASSERT_EQ(other["ok"], true);
+  EXPECT_TRUE(other["data"]["timeline"].empty());
+  EXPECT_EQ(other["data"]["timeline"], unknown["data"]["timeline"]);
+  EXPECT_EQ(t.explain_as(0, 20)["data"]["timeline"].size(), 1u);
+  EXPECT_EQ(t.explain_as(3000, 20)["data"]["timeline"].size(), 1u);
+}
+
+TEST(RequestHandler, StatusCountsOnlyTheJobsThePeerMaySee) {
+  TwoUsers t;
+  auto user = t.handler.handle(line(proto::StatusQuery{}), Peer{1000, 1});
+  EXPECT_EQ(user["data"]["jobs_known"], 1);
+  EXPECT_EQ(user["data"]["jobs_running"], 1);
+  EXPECT_TRUE(user["data"].contains("health"));  // the node's health is for everyone
+  auto stranger = t.handler.handle(line(proto::StatusQuery{}), Peer{4242, 1});
+  EXPECT_EQ(stranger["data"]["jobs_known"], 0);
+  auto root = t.handler.handle(line(proto::StatusQuery{}), Peer{0, 1});
+  EXPECT_EQ(root["data"]["jobs_known"], 2);
+}
+
+TEST(RequestHandler, WithoutASlurmUserOnlyRootSeesEveryJob) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  RequestHandler handler{info, registry, [] {}, nullptr, slurm_user_uid("no-such-user-healthd-test")};
+  handler.handle(line(proto::StepStart{10, 0, "n1", 1000, true, 0}), Peer{0, 1});
+  auto reply = handler.handle(line(proto::JobsQuery{}), Peer{3000, 1});
+  EXPECT_TRUE(reply["data"]["jobs"].empty());
+}
+
+TEST(RequestHandler, TheSlurmUserIsLookedUpByName) {
+  EXPECT_EQ(slurm_user_uid("root"), uid_t{0});
+  EXPECT_EQ(slurm_user_uid(""), std::nullopt);
+  EXPECT_EQ(slurm_user_uid("no-such-user-healthd-test"), std::nullopt);
 }
