@@ -1,9 +1,8 @@
 #include "journal.hpp"
 
-#include <limits>
-#include <stdexcept>
 
 #include "state/atomic_file.hpp"
+#include "state/json_fields.hpp"
 
 namespace ar::healthd {
 namespace {
@@ -14,44 +13,11 @@ std::optional<ActionKind> parse_kind(const std::string& s) {
   return std::nullopt;
 }
 
-// Field readers that refuse what a hand-edited or damaged journal may hold: a negative or fractional
-// id (which get<uint32_t> would wrap or truncate), a time far outside any sane range (which would
-// overflow the clock's arithmetic). They throw; load() turns that into an error naming the file.
-struct BadField : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using json_fields::integer;
 
-template <typename T>
-T whole(const nlohmann::json& j, const char* key, T max = std::numeric_limits<T>::max()) {
-  const auto& v = j.at(key);
-  if (!v.is_number_integer()) throw BadField(std::string(key) + " is not a whole number: " + v.dump());
-  if (v.is_number_unsigned()) {
-    auto u = v.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(max)) throw BadField(std::string(key) + " is out of range: " + v.dump());
-    return static_cast<T>(u);
-  }
-  auto i = v.get<std::int64_t>();
-  if (i < 0 || static_cast<std::uint64_t>(i) > static_cast<std::uint64_t>(max))
-    throw BadField(std::string(key) + " is out of range: " + v.dump());
-  return static_cast<T>(i);
-}
-
-// Epoch milliseconds between 1970 and 2500: anything else is damage, not a time.
-WallTime epoch_ms(const nlohmann::json& j, const char* key) {
-  constexpr std::int64_t kMax = 16'725'225'600'000;  // 2500-01-01
-  const auto& v = j.at(key);
-  if (!v.is_number_integer()) throw BadField(std::string(key) + " is not a whole number: " + v.dump());
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
-    throw BadField(std::string(key) + " is not a time: " + v.dump());
-  auto ms = v.get<std::int64_t>();
-  if (ms < 0 || ms > kMax) throw BadField(std::string(key) + " is not a time: " + v.dump());
-  return from_epoch_ms(ms);
-}
-
-std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair) {
-  if (!pair.is_array() || pair.size() != 2) throw BadField("a [job, attempt] pair is expected: " + pair.dump());
-  nlohmann::json named = {{"job", pair[0]}, {"attempt", pair[1]}};
-  return {whole<std::uint32_t>(named, "job"), whole<std::uint32_t>(named, "attempt")};
+std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair, const char* what) {
+  if (!pair.is_array() || pair.size() != 2) throw StateFieldError(std::string(what) + ": a [job, attempt] pair is expected");
+  return {json_fields::integer_value<std::uint32_t>(pair[0], what), json_fields::integer_value<std::uint32_t>(pair[1], what)};
 }
 
 }  // namespace
@@ -105,45 +71,43 @@ std::expected<void, std::string> Journal::load() {
   const auto& j = *read;
   if (j.is_null()) return {};
   try {
-    next_id_ = whole<std::uint64_t>(j, "next_id");
+    next_id_ = integer<std::uint64_t>(j, "next_id");
     pending_.clear();
     for (const auto& ej : j.at("pending")) {
       JournalEntry e;
-      e.id = whole<std::uint64_t>(ej, "id");
+      e.id = integer<std::uint64_t>(ej, "id");
       auto kind = parse_kind(ej.at("kind").get<std::string>());
       if (!kind) return std::unexpected(file_.string() + ": unknown action kind " + ej.at("kind").dump());
       e.kind = *kind;
       e.node = ej.at("node").get<std::string>();
-      e.job_id = whole<std::uint32_t>(ej, "job_id");
-      e.restart_count = whole<std::uint32_t>(ej, "restart_count");
+      e.job_id = integer<std::uint32_t>(ej, "job_id");
+      e.restart_count = integer<std::uint32_t>(ej, "restart_count");
       e.code = ej.at("code").get<std::string>();
       e.reason = ej.at("reason").get<std::string>();
-      e.created = epoch_ms(ej, "created_ms");
-      e.attempts = whole<std::uint32_t>(ej, "attempts");
-      e.next_try = epoch_ms(ej, "next_try_ms");
+      e.created = json_fields::time_ms(ej, "created_ms");
+      e.attempts = integer<std::uint32_t>(ej, "attempts");
+      e.next_try = json_fields::time_ms(ej, "next_try_ms");
       e.last_error = ej.at("last_error").get<std::string>();
-      if (ej.contains("cap")) e.cap = whole<std::uint32_t>(ej, "cap");
+      e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
       e.reboot = ej.value("reboot", false);
-      if (ej.contains("step")) e.step = static_cast<RequeueStep>(whole<std::uint8_t>(ej, "step", 3));
-      if (e.id >= next_id_) throw BadField("entry id " + std::to_string(e.id) + " is not below next_id");
+      if (ej.contains("step")) e.step = static_cast<RequeueStep>(integer<std::uint8_t>(ej, "step", 0, 3));
+      if (e.id >= next_id_) throw StateFieldError("entry id " + std::to_string(e.id) + " is not below next_id");
       pending_.push_back(e);
     }
     requeued_.clear();
-    for (const auto& r : j.at("requeued")) requeued_.insert(job_attempt(r));
+    for (const auto& r : j.at("requeued")) requeued_.insert(job_attempt(r, "requeued"));
     signalled_.clear();
     if (j.contains("signalled"))
-      for (const auto& r : j.at("signalled")) signalled_.insert(job_attempt(r));
+      for (const auto& r : j.at("signalled")) signalled_.insert(job_attempt(r, "signalled"));
     fault_history_.clear();
-    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(epoch_ms(nlohmann::json{{"at", t}}, "at"));
+    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(json_fields::time_value(t, "fault_history_ms"));
     own_drain_.reset();
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
-      own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), epoch_ms(d, "at_ms"),
+      own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
                             d.at("held").get<bool>(), d.value("reboot", false)};
     }
-  } catch (const BadField& e) {
-    return std::unexpected(file_.string() + ": bad content: " + e.what());
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());
   }
   return {};

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "state/atomic_file.hpp"
+#include "state/json_fields.hpp"
 
 namespace ar::healthd {
 std::expected<void, std::string> Timeline::load() {
@@ -14,19 +15,11 @@ std::expected<void, std::string> Timeline::load() {
   if (j.is_null()) return {};
   try {
     jobs_.clear();
-    constexpr std::int64_t kMaxMs = 16'725'225'600'000;  // 2500-01-01: anything later is damage
     for (const auto& [id, events] : j.at("jobs").items()) {
-      if (id.empty() || id.size() > 10 || id.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoull(id) > 0xFFFFFFFFull)
-        return std::unexpected(file_.string() + ": bad content: job id " + nlohmann::json(id).dump());
-      for (const auto& e : events) {
-        const auto& at = e.at("at_ms");
-        if (!at.is_number_integer() || at.get<std::int64_t>() < 0 || at.get<std::int64_t>() > kMaxMs)
-          return std::unexpected(file_.string() + ": bad content: at_ms is not a time: " + at.dump());
-        jobs_[static_cast<std::uint32_t>(std::stoul(id))].push_back(
-            {from_epoch_ms(at.get<std::int64_t>()), e.at("node").get<std::string>(), e.at("event").get<std::string>(),
-             e.at("detail").get<std::string>()});
-      }
+      const auto job_id = json_fields::integer_text<std::uint32_t>(id, "jobs");
+      for (const auto& e : events)
+        jobs_[job_id].push_back({json_fields::time_ms(e, "at_ms"), e.at("node").get<std::string>(),
+                                 e.at("event").get<std::string>(), e.at("detail").get<std::string>()});
     }
   } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());
