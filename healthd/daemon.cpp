@@ -33,6 +33,7 @@
 #include "server/request_handler.hpp"
 #include "server/socket_server.hpp"
 #include "state/background_writer.hpp"
+#include "state/state_dir.hpp"
 #include "state/job_registry.hpp"
 #include "version.hpp"
 
@@ -159,6 +160,10 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) {
     spdlog::critical("healthd: state directory {}: {}", config.state_dir.string(), ec.message());
+    return 1;
+  }
+  if (auto safe = secure_state_dir(config.state_dir); !safe) {
+    spdlog::critical("healthd: state directory {}", safe.error());
     return 1;
   }
 

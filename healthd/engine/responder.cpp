@@ -235,7 +235,7 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
   if (info->drained_or_draining()) {
     if (!starts_with(info->reason, kReasonPrefix)) {
       // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
-      spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, info->reason);
+      spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info->reason, 240));
       return true;
     }
     bool rebooting = info->reboot_pending();

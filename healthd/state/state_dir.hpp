@@ -1,0 +1,15 @@
+// The state directory holds the journal, which decides what healthd does to Slurm: it must be
+// healthd's alone.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+
+namespace ar::healthd {
+
+// A directory owned by another user is refused; group or world write permission is taken away (with
+// a warning). The error names the directory and what is wrong with it.
+std::expected<void, std::string> secure_state_dir(const std::filesystem::path& dir);
+
+}  // namespace ar::healthd
