@@ -89,3 +89,33 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0
   wait_until 30 node_idle "$victim"
 }
+
+# Issue 10 item 10: an admin resumed a node whose fault persisted; healthd requeued every auto-resume
+# job that landed there (one reached Restarts=3 within 10 s and was cancelled at its cap). The admin's
+# resume now stands: the node is not drained again for the same fault and no job is requeued onto it.
+admin_override_shown() { healthctl_on "$1" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if "admin_override" in d["health"]["node"] else 1)'; }
+
+@test "an admin resumes a node whose EFA port is still DOWN: not drained again, no job requeued onto it" {
+  local first victim job
+  first=$(submit -N2 -o "$WORK/first.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
+  wait_until 60 job_running_attempt "$first" 0
+  victim=$(second_node "$first")
+  efa_port_state "$victim" rdmap32s27 "1: DOWN"
+  wait_until 30 job_running_attempt "$first" 1
+  drained "$victim"
+  scancel "$first"
+  wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
+  scontrol update nodename="$victim" state=resume  # the admin knows better
+  wait_until 30 node_idle "$victim"
+  job=$(submit -N1 -w "$victim" -o "$WORK/job.out" --auto-resume=1 --wrap "srun sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  wait_until 30 admin_override_shown "$victim"
+  healthctl_on "$victim" explain "$job" | grep -q "not requeued"
+  # Several sweeps later (one a second): still the first attempt, still running, the node in service.
+  sleep 6
+  [ "$(job_state "$job")" = RUNNING ]
+  [ "$(job_restarts "$job")" = 0 ]
+  [[ "$(node_state "$victim")" != *drain* ]]
+  healthctl_on "$victim" status | grep -q "^override:"
+  scancel "$job"
+}
