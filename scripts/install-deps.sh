@@ -10,9 +10,14 @@ packages=(
   libslurm-dev slurmctld slurmd slurm-client munge
   # daemon libraries (see README "Dependencies")
   nlohmann-json3-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
-  libsystemd-dev libcurl4-openssl-dev libasio-dev libre2-dev
+  libsystemd-dev libcurl4-openssl-dev libasio-dev
+  # linear-time regular expressions for kernel-log rules (see README "Dependencies")
+  libre2-dev
   # tests
   googletest libgtest-dev libgmock-dev bats procps python3
+  # the fuzz tier (libFuzzer): clang 16 compiles std::expected with libstdc++ 12 (clang 14 cannot),
+  # its fuzzer/sanitizer runtimes, and llvm-symbolizer for readable crash stacks
+  clang-16 libclang-rt-16-dev llvm-16
 )
 
 SUDO=""

@@ -1,11 +1,48 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds with the developer preset and runs
-# every test tier that this machine can run (unit, then integration on a real local Slurm cluster).
+# The README's test command (and CI's, through .ci/run): installs what is missing, then runs every
+# test tier this machine can run, each in its own build directory:
+#   dev   developer build, every ctest test (unit, then integration on a real local Slurm cluster)
+#   asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build/asan)
+#   tsan  unit tests under ThreadSanitizer (build/tsan)
+#   fuzz  each libFuzzer target for a bounded time over its seed corpus (build/fuzz, clang 16)
+# A failing tier does not stop the later ones; the summary at the end names each failed tier and the
+# script exits 1 if any failed. AR_TIERS="dev asan" runs only those; arguments go to the dev ctest.
 # Needs root for the cluster tier (it starts munge, slurmctld and slurmd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
-cmake --preset dev
-cmake --build --preset dev
-ctest --preset dev "$@"
+
+read -r -a tiers <<<"${AR_TIERS:-dev asan tsan fuzz}"
+passed=()
+failed=()
+
+# run_tier NAME: configure, build and test with the presets of that name; prints one line per outcome.
+run_tier() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "=== test.sh: tier $name: start"
+  if cmake --preset "$name" && cmake --build --preset "$name" && ctest --preset "$name" "$@"; then
+    echo "=== test.sh: tier $name: passed in $((SECONDS - start)) s"
+    passed+=("$name")
+  else
+    echo "=== test.sh: tier $name: FAILED after $((SECONDS - start)) s (its output is above this line)"
+    failed+=("$name")
+  fi
+}
+
+for tier in "${tiers[@]}"; do
+  case $tier in
+    dev) run_tier dev "$@" ;;
+    asan | tsan | fuzz) run_tier "$tier" ;;
+    *) echo "test.sh: unknown tier '$tier' (known: dev asan tsan fuzz)" >&2; exit 2 ;;
+  esac
+done
+
+echo "=== test.sh: passed: ${passed[*]:-none}"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "=== test.sh: FAILED tiers: ${failed[*]}"
+  exit 1
+fi
+echo "=== test.sh: all tiers passed"
