@@ -51,10 +51,17 @@ class UnixClient {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return std::unexpected(std::string("socket: ") + std::strerror(errno));
     UnixClient c(fd);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return c;
-    if (errno != EINPROGRESS && errno != EAGAIN)
-      return std::unexpected("connect " + path + ": " + std::strerror(errno));
-    // A Unix socket whose listener's backlog is full answers EAGAIN; wait for it to become writable.
+    for (;;) {
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return c;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) break;
+      // A Unix socket whose listener's backlog is full answers EAGAIN and, unlike TCP, leaves nothing
+      // in progress: the socket stays unconnected (waiting for POLLOUT returns at once and the first
+      // send fails). So knock again until the deadline, as a flood of other clients drains.
+      if (Clock::now() >= deadline) return std::unexpected("connect " + path + ": the listener's backlog stayed full");
+      ::poll(nullptr, 0, 2);
+    }
+    if (errno != EINPROGRESS) return std::unexpected("connect " + path + ": " + std::strerror(errno));
     if (auto w = c.wait(POLLOUT, deadline); !w) return std::unexpected("connect " + path + ": " + w.error());
     int so_error = 0;
     socklen_t len = sizeof(so_error);
@@ -106,6 +113,9 @@ class UnixClient {
       return std::unexpected(std::string("receive: ") + std::strerror(errno));
     }
   }
+
+  // The connected socket, for callers that need to look at it (tests: getpeername).
+  int fd() const { return fd_; }
 
  private:
   explicit UnixClient(int fd) : fd_(fd) {}
