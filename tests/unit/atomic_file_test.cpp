@@ -11,14 +11,7 @@
 
 using namespace ar::healthd;
 
-namespace {
-std::string slurp(const std::filesystem::path& f) {
-  std::ifstream in(f);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
+using ar::test::slurp;
 
 // Issue 10 item 12: the temp file was opened O_CREAT|O_TRUNC and followed a symlink at its name.
 TEST(AtomicFile, ASymlinkAtTheTempNameIsReplacedNotFollowed) {

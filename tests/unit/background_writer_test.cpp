@@ -11,14 +11,7 @@
 
 using namespace ar::healthd;
 
-namespace {
-std::string slurp(const std::filesystem::path& f) {
-  std::ifstream in(f);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
+using ar::test::slurp;
 
 TEST(BackgroundWriter, TheNewestTextIsOnDiskAfterFlush) {
   ar::test::TempDir dir;

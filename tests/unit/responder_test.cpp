@@ -127,6 +127,19 @@ class FakeSlurm : public SlurmClient {
   int count(const std::string& call) const { return static_cast<int>(std::count(calls.begin(), calls.end(), call)); }
 };
 
+// The kernel-log check's result: healthy, or the fault every test here injects (XID 79).
+CheckResult kernel_log_result(bool faulty, Action action = Action::drain) {
+  CheckResult r;
+  r.check = "kernel_log";
+  if (faulty) {
+    r.status = Status::fault;
+    r.code = "GPU-XID-79";
+    r.message = "fallen off the bus";
+    r.action = action;
+  }
+  return r;
+}
+
 struct Fixture {
   ar::test::TempDir dir;
   FakeSlurm slurm;
@@ -143,15 +156,7 @@ struct Fixture {
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
   }
   void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Action action = Action::drain) {
-    CheckResult r;
-    r.check = "kernel_log";
-    if (faulty) {
-      r.status = Status::fault;
-      r.code = "GPU-XID-79";
-      r.message = "fallen off the bus";
-      r.action = action;
-    }
-    responder->on_sweep({r}, jobs, std::nullopt, now);
+    responder->on_sweep({kernel_log_result(faulty, action)}, jobs, std::nullopt, now);
     responder->run_due(now);
     responder->follow_requeued(now);
     now += 1s;
@@ -462,15 +467,9 @@ struct KilledIncident {
     responder = std::make_unique<Responder>("n2", f.policy, f.slurm, *journal, f.timeline);
     // After the restart the node is still faulty: sweeps go on, and the journal is replayed.
     for (int i = 0; i < 40 && (i < 3 || !journal->pending().empty()); ++i) {
-      CheckResult r;
-      r.check = "kernel_log";
-      r.status = Status::fault;
-      r.code = "GPU-XID-79";
-      r.message = "fallen off the bus";
-      r.action = Action::drain;
       std::vector<LocalJob> jobs;
       if (f.slurm.jobs[7].restart_count == 0 && f.slurm.jobs[7].state == "RUNNING") jobs.push_back({7, 0, true});
-      responder->on_sweep({r}, jobs, std::nullopt, f.now);
+      responder->on_sweep({kernel_log_result(true)}, jobs, std::nullopt, f.now);
       responder->run_due(f.now);
       f.now += 100ms;
     }
@@ -587,12 +586,7 @@ TEST(Responder, NothingIsCarriedOutUntilTheJournalIsWritten) {
   Journal journal(state / "journal.json");
   Timeline timeline(dir / "timeline.json");
   Responder r("n2", PolicyConfig{}, slurm, journal, timeline);
-  CheckResult fault;
-  fault.check = "kernel_log";
-  fault.status = Status::fault;
-  fault.code = "GPU-XID-79";
-  fault.message = "fallen off the bus";
-  fault.action = Action::drain;
+  const CheckResult fault = kernel_log_result(true);
   WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
   for (int i = 0; i < 5; ++i) {
     r.on_sweep({fault}, {{7, 0, true}}, std::nullopt, now);
@@ -667,13 +661,7 @@ TEST(Responder, ARestartDuringAnEpisodeDoesNotMakeANewOne) {
   Journal reloaded(f.dir / "journal.json");
   ASSERT_TRUE(reloaded.load());
   Responder again("n2", f.policy, f.slurm, reloaded, f.timeline);
-  CheckResult r;
-  r.check = "kernel_log";
-  r.status = Status::fault;
-  r.code = "GPU-XID-79";
-  r.message = "fallen off the bus";
-  r.action = Action::drain;
-  again.on_sweep({r}, {}, std::nullopt, f.now);
+  again.on_sweep({kernel_log_result(true)}, {}, std::nullopt, f.now);
   again.run_due(f.now);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);  // not drained again behind the admin's back
   EXPECT_EQ(reloaded.fault_history().size(), 1u);  // and not one fault more towards flapping
