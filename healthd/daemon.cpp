@@ -12,7 +12,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "actions/process.hpp"
-#include "actions/slurm_client.hpp"
+#include "actions/slurm_api_client.hpp"
 #include "checks/dcgm_check.hpp"
 #include "checks/gpu_check.hpp"
 #include "checks/kernel_log_check.hpp"
@@ -221,7 +221,7 @@ int run_daemon(const std::filesystem::path& config_file, const Overrides& overri
   if (!journal.pending().empty())
     spdlog::warn("journal: {} action(s) left pending by the last run will be carried out", journal.pending().size());
 
-  ScontrolClient slurm(config.slurm.scontrol, config.slurm.timeout);
+  SlurmApiClient slurm(config.slurm.scontrol, config.slurm.timeout);
   Responder responder(config.node_name, config.policy, slurm, journal, timeline);
   std::vector<std::shared_ptr<Check>> checks;
   std::shared_ptr<KernelLogCheck> kernel_log;

@@ -3,6 +3,8 @@
 //
 // Rules kept here: no exception crosses the C boundary (every hook catches everything); no hook ever
 // fails a job because of the daemon; every message starts with "auto-resume: ".
+#include <unistd.h>
+
 #include <cstdint>
 #include <algorithm>
 #include <cstdlib>
@@ -214,7 +216,8 @@ std::uint32_t restart_count_from_env(const SpankHandle& h) {
 // In the task, just before exec: the batch step's environment only now holds SLURM_RESTART_COUNT
 // (Slurm 22.05 leaves S_SLURM_RESTART_COUNT at 0 and adds the variable late). So the variables the
 // training code reads are set here, and a batch step reported with a stale count is corrected.
-// Why the last attempt ended, from the comment healthd left on the job when it requeued it. Asked of
+// Why the last attempt ended, from the line healthd left in the job's admin comment when it requeued
+// it (the user's own --comment is never touched). Asked of
 // slurmctld once, from the batch script's task of a restarted job only (srun steps inherit the
 // variables from the script). The job has just been scheduled, so slurmctld is answering.
 void export_last_attempt(spank_t sp, std::uint32_t job_id) {
@@ -223,14 +226,47 @@ void export_last_attempt(spank_t sp, std::uint32_t job_id) {
     log_error("cannot read job " + std::to_string(job_id) + " from slurmctld; AUTO_RESUME_LAST_* are not set");
     return;
   }
-  std::string comment;
-  if (info->record_count > 0 && info->job_array[0].comment != nullptr) comment = info->job_array[0].comment;
+  std::string admin_comment;
+  if (info->record_count > 0 && info->job_array[0].admin_comment != nullptr)
+    admin_comment = info->job_array[0].admin_comment;
   slurm_free_job_info_msg(info);
-  auto last = ar::parse_attempt_comment(comment);
+  auto last = ar::parse_attempt_comment(ar::auto_resume_line(admin_comment));
   if (!last) return;  // requeued by someone else (an admin, Slurm itself): nothing of ours to pass on
   spank_setenv(sp, "AUTO_RESUME_LAST_CODE", last->code.c_str(), 1);
   spank_setenv(sp, "AUTO_RESUME_LAST_NODE", last->node.c_str(), 1);
   spank_setenv(sp, "AUTO_RESUME_LAST_REASON", (last->code + " on " + last->node + ": " + last->message).c_str(), 1);
+}
+
+// A job asked auto-resume but cannot be requeued (sbatch --no-requeue, JobRequeue=0 in slurm.conf
+// without --requeue, or not a batch job): at a fault healthd could only drain the node, and Slurm
+// would refuse the requeue. Said at once, in the job's own output (this is the task: its stderr is
+// the job's), and in AUTO_RESUME_REQUEUE=0 for the training code. One slurmctld read per job: in the
+// first attempt's batch script, or in step 0 of a job that has no batch script.
+void warn_if_not_requeueable(spank_t sp, std::uint32_t job_id, std::uint32_t step_id) {
+  // Steps of a batch job inherit ENVIRONMENT=BATCH from its script, which has spoken already.
+  char env[16] = {0};
+  if (step_id != ar::proto::kBatchStep && spank_getenv(sp, "ENVIRONMENT", env, sizeof env) == ESPANK_SUCCESS &&
+      std::string(env) == "BATCH")
+    return;
+  job_info_msg_t* info = nullptr;
+  if (slurm_load_job(&info, job_id, SHOW_DETAIL) != 0 || info == nullptr) return;  // no answer: no claim
+  std::string why;
+  bool batch = true;
+  if (info->record_count > 0) {
+    const auto& j = info->job_array[0];
+    batch = j.batch_flag != 0;
+    if (!batch) why = "it is not a batch job (salloc/srun): Slurm requeues batch jobs only; submit it with sbatch";
+    else if (j.requeue == 0)
+      why = "it does not allow requeue (sbatch --no-requeue, or JobRequeue=0 in slurm.conf without --requeue); "
+            "submit it with --requeue";
+  }
+  slurm_free_job_info_msg(info);
+  if (step_id != ar::proto::kBatchStep && batch) return;  // the batch script has said it already
+  if (why.empty()) return;
+  spank_setenv(sp, "AUTO_RESUME_REQUEUE", "0", 1);
+  const std::string line = std::string(kPrefix) + "job " + std::to_string(job_id) +
+                           " cannot be resumed after a fault: " + why + "\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
 }
 
 void prepare_task(spank_t sp) {
@@ -241,6 +277,9 @@ void prepare_task(spank_t sp) {
   spank_setenv(sp, "AUTO_RESUME_ATTEMPT", std::to_string(restart_count + 1).c_str(), 1);
   export_checkpoint(sp);
   if (restart_count > 0 && s.step_id == ar::proto::kBatchStep) export_last_attempt(sp, s.job_id);
+  if (restart_count == 0 && s.auto_resume.value_or(false) && (s.step_id == ar::proto::kBatchStep || s.step_id == 0) &&
+      SpankHandle(sp).u32(S_TASK_ID).value_or(1) == 0)
+    warn_if_not_requeueable(sp, s.job_id, s.step_id);
 
   if (!s.reporter || s.reporter->disabled() || restart_count <= s.reported_restart_count) return;
   if (h.u32(S_TASK_ID).value_or(1) != 0) return;  // one correction per step is enough

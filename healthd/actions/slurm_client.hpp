@@ -1,90 +1,96 @@
 // Everything healthd asks of or does to Slurm, behind one interface, so the decision logic is tested
-// with a recording fake and the real implementation (scontrol) is exercised on the test cluster.
-// On Slurm 22.05 drain and requeue can only go through scontrol or libslurm (slurmrestd v0.0.38 has
-// no node updates and no requeue); scontrol keeps healthd free of libslurm's ABI.
+// with a recording fake (tests/unit/responder_test.cpp) and the real implementation, through Slurm's
+// C API (slurm_api_client.hpp), is exercised on the test cluster.
+//
+// Every field here comes from a typed field of Slurm's own structures, never from parsing command
+// output: a node's reason or a job's comment is free text, and parsed out of `scontrol show -o` it
+// could forge any other field (issue 11).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <expected>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ar::healthd {
 
+// Why a Slurm call failed, as the action layer acts on it.
+struct SlurmError {
+  enum class Kind {
+    gone,           // the job or node does not exist (ESLURM_INVALID_JOB_ID, ESLURM_INVALID_NODE_NAME)
+    refused,        // Slurm will not do it for this job or node (ESLURM_DISABLED: requeue disabled, ...)
+    not_answering,  // slurmctld unreachable, or the call passed its deadline: try again later
+    other,          // any other error Slurm reported
+  };
+  Kind kind = Kind::other;
+  std::string message;  // for logs and the journal: the call, and Slurm's words
+  int code = 0;         // slurm_get_errno(), 0 where none
+
+  SlurmError() = default;
+  SlurmError(Kind k, std::string m, int c = 0) : kind(k), message(std::move(m)), code(c) {}
+  // A plain message is an error of kind `other` (fakes, and failures outside Slurm).
+  SlurmError(std::string m) : message(std::move(m)) {}  // NOLINT(google-explicit-constructor)
+  SlurmError(const char* m) : message(m) {}             // NOLINT(google-explicit-constructor)
+};
+
+template <class T>
+using SlurmResult = std::expected<T, SlurmError>;
+
 struct NodeInfo {
   std::string name;
-  std::string state;   // e.g. "IDLE", "MIXED+DRAIN", "ALLOCATED"
+  std::string state;   // for messages only: Slurm's rendering of the state flags, e.g. "MIXED+DRAIN"
   std::string reason;  // empty when none
   std::vector<std::string> partitions;
-  bool drained_or_draining() const;
-  bool reboot_pending() const;  // REBOOT_REQUESTED or REBOOT_ISSUED
+  bool drain = false;   // NODE_STATE_DRAIN: drained or draining
+  bool reboot = false;  // NODE_STATE_REBOOT_REQUESTED or NODE_STATE_REBOOT_ISSUED
+  bool drained_or_draining() const { return drain; }
+  bool reboot_pending() const { return reboot; }
 };
 
 struct JobInfo {
   std::uint32_t job_id = 0;
-  std::string state;        // RUNNING, PENDING, COMPLETING, ...
-  std::string reason;       // e.g. BeginTime
+  std::string state;   // Slurm's name of the typed state: RUNNING, PENDING, COMPLETING, REQUEUED, ...
+  std::string reason;  // Slurm's name of the pending reason, e.g. BeginTime
   std::uint32_t restart_count = 0;
-  std::string node_list;    // compressed host list
-  std::string comment;
+  std::string node_list;      // compressed host list
+  std::string comment;        // the user's (--comment): read, never written by healthd
+  std::string admin_comment;  // where healthd says why an attempt ended
+  bool requeue = true;        // Slurm would requeue it (not --no-requeue, nor JobRequeue=0 without --requeue)
+  std::uint32_t priority = 0;
+  std::chrono::system_clock::time_point start_time{};   // actual or expected; epoch when unknown
+  std::chrono::system_clock::time_point submit_time{};  // slurmctld's clock; a requeue sets it anew
+};
+
+// A change to a pending job in one request (slurm_update_job); unset fields stay as they are.
+struct JobUpdate {
+  std::optional<std::time_t> begin;       // lift the requeue hold: eligible from then (slurmctld's clock;
+                                          // a time past is taken as slurmctld's now)
+  std::optional<std::uint32_t> priority;  // a fixed priority
+  bool reset_priority = false;            // back to the priority Slurm computes
+  std::optional<std::string> admin_comment;
 };
 
 class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
-  virtual std::expected<NodeInfo, std::string> node(const std::string& name) = 0;
-  virtual std::expected<std::vector<NodeInfo>, std::string> partition_nodes(const std::string& partition) = 0;
-  virtual std::expected<JobInfo, std::string> job(std::uint32_t job_id) = 0;
-  virtual std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string& node) = 0;
-  virtual std::expected<void, std::string> drain(const std::string& node, const std::string& reason) = 0;
+  virtual SlurmResult<NodeInfo> node(const std::string& name) = 0;
+  virtual SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) = 0;
+  virtual SlurmResult<JobInfo> job(std::uint32_t job_id) = 0;
+  virtual SlurmResult<void> drain(const std::string& node, const std::string& reason) = 0;
   // Drains the node now and reboots it once idle; Slurm resumes it when it is back (nextstate=RESUME).
   // Fails where the cluster has no RebootProgram.
-  virtual std::expected<void, std::string> reboot(const std::string& node, const std::string& reason) = 0;
-  virtual std::expected<void, std::string> resume(const std::string& node) = 0;
-  virtual std::expected<void, std::string> set_reason(const std::string& node, const std::string& reason) = 0;
-  virtual std::expected<void, std::string> requeue(std::uint32_t job_id) = 0;
-  virtual std::expected<void, std::string> release_hold(std::uint32_t job_id) = 0;  // starttime=now
-  virtual std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) = 0;
-  virtual std::expected<void, std::string> cancel(std::uint32_t job_id) = 0;
+  virtual SlurmResult<void> reboot(const std::string& node, const std::string& reason) = 0;
+  virtual SlurmResult<void> resume(const std::string& node) = 0;
+  virtual SlurmResult<void> set_reason(const std::string& node, const std::string& reason) = 0;
+  virtual SlurmResult<void> requeue(std::uint32_t job_id) = 0;
+  virtual SlurmResult<void> update_job(std::uint32_t job_id, const JobUpdate& update) = 0;
+  virtual SlurmResult<void> cancel(std::uint32_t job_id) = 0;
   // Sends `signal` ("USR1") once to every step's tasks and to the batch script, so the job sees it
-  // wherever it traps it (scancel --signal=SIG, then scancel --signal=SIG --batch).
-  virtual std::expected<void, std::string> signal_job(std::uint32_t job_id, const std::string& signal) = 0;
-};
-
-// Parses `scontrol show ... -o` output (one record per line, Key=Value words; the value of Reason,
-// Comment and a few others runs to the next Key=).
-std::map<std::string, std::string> parse_scontrol_record(const std::string& line);
-
-class ScontrolClient : public SlurmClient {
- public:
-  explicit ScontrolClient(std::string scontrol = "scontrol", std::chrono::milliseconds timeout = std::chrono::seconds(10));
-
-  std::expected<NodeInfo, std::string> node(const std::string& name) override;
-  std::expected<std::vector<NodeInfo>, std::string> partition_nodes(const std::string& partition) override;
-  std::expected<JobInfo, std::string> job(std::uint32_t job_id) override;
-  std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string& node) override;
-  std::expected<void, std::string> drain(const std::string& node, const std::string& reason) override;
-  std::expected<void, std::string> reboot(const std::string& node, const std::string& reason) override;
-  std::expected<void, std::string> resume(const std::string& node) override;
-  std::expected<void, std::string> set_reason(const std::string& node, const std::string& reason) override;
-  std::expected<void, std::string> requeue(std::uint32_t job_id) override;
-  std::expected<void, std::string> release_hold(std::uint32_t job_id) override;
-  std::expected<void, std::string> set_comment(std::uint32_t job_id, const std::string& comment) override;
-  std::expected<void, std::string> cancel(std::uint32_t job_id) override;
-  std::expected<void, std::string> signal_job(std::uint32_t job_id, const std::string& signal) override;
-
- private:
-  std::expected<std::string, std::string> scontrol(const std::vector<std::string>& args);
-  // An scontrol call whose output is of no interest: only whether it worked.
-  std::expected<void, std::string> command(const std::vector<std::string>& args);
-  // A Slurm command installed beside scontrol (squeue, scancel).
-  std::string sibling(const std::string& name) const;
-
-  std::string scontrol_;
-  std::chrono::milliseconds timeout_;
+  // wherever it traps it.
+  virtual SlurmResult<void> signal_job(std::uint32_t job_id, const std::string& signal) = 0;
 };
 
 }  // namespace ar::healthd

@@ -344,6 +344,13 @@ std::expected<std::string, std::string> read_signal(const toml::node& n) {
   return v;
 }
 
+std::expected<RequeuePriority, std::string> read_requeue_priority(const toml::node& n) {
+  auto v = n.is_string() ? *n.value<std::string>() : "";
+  if (v == "top") return RequeuePriority::top;
+  if (v == "keep") return RequeuePriority::keep;
+  return std::unexpected(std::string("must be \"top\" (a requeued job starts before other pending jobs) or \"keep\""));
+}
+
 std::expected<std::string, std::string> read_url(const toml::node& n) {
   auto v = n.is_string() ? *n.value<std::string>() : "";
   if (v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0)
@@ -508,6 +515,8 @@ const std::map<std::string, Table>& schema() {
            {"max_drained_share", nested<PolicyConfig, double>(&Config::policy, &PolicyConfig::max_drained_share, read_share)},
            {"check_interval_s", nested(&Config::policy, &PolicyConfig::check_interval, duration_in<seconds>(1, 24 * 3600, "seconds"))},
            {"check_deadline_s", nested(&Config::policy, &PolicyConfig::check_deadline, duration_in<seconds>(1, 3600, "seconds"))},
+           {"requeue_priority",
+            nested<PolicyConfig, RequeuePriority>(&Config::policy, &PolicyConfig::requeue_priority, read_requeue_priority)},
        }},
       {"slurm",
        {

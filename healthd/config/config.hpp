@@ -84,6 +84,10 @@ struct NodeConfig {
   std::vector<std::string> required_processes = {"munged", "slurmd"};  // by /proc/*/comm
 };
 
+// What a job healthd requeues gets in the queue: "top" starts it before other pending jobs that fit
+// (a fixed top priority while it waits, Slurm's own again once it runs); "keep": Slurm's priority.
+enum class RequeuePriority { top, keep };
+
 struct PolicyConfig {
   std::uint32_t max_resumes = 3;         // per job; past it the job ends as it would without us
   bool resume_on_any_failure = false;    // also requeue when no node is faulty (application failures)
@@ -93,12 +97,13 @@ struct PolicyConfig {
   double max_drained_share = 0.5;        // of each partition the node is in, drained automatically
   std::chrono::seconds check_interval{30};
   std::chrono::seconds check_deadline{10};
+  RequeuePriority requeue_priority = RequeuePriority::top;
 };
 
 struct SlurmConfig {
-  std::string scontrol = "scontrol";     // a bare name is resolved at load in /usr/sbin:/usr/bin:/sbin:/bin;
-                                         // squeue and scancel are taken from the same directory
-  std::chrono::seconds timeout{10};      // one scontrol call; past it Slurm counts as not answering
+  std::string scontrol = "scontrol";     // for `scontrol reboot` only (libslurm 22.05 has no reboot call); a
+                                         // bare name is resolved at load in /usr/sbin:/usr/bin:/sbin:/bin
+  std::chrono::seconds timeout{10};      // one Slurm call; past it Slurm counts as not answering
   std::string user = "slurm";            // SlurmUser: sees every job over the socket, as root does
 };
 

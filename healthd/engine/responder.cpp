@@ -20,6 +20,15 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
+bool gone(const SlurmError& e) { return e.kind == SlurmError::Kind::gone; }
+
+// The priority a requeued job waits with under requeue_priority = "top": the largest slurmctld
+// accepts (NO_VAL and INFINITE above it mean "no change" and "Slurm's own").
+constexpr std::uint32_t kTopPriority = 0xfffffffd;
+
+// While Slurm has not answered once or does not know this node: how often to ask again.
+constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
+
 // Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters
 // (never inside one: a cut UTF-8 sequence is what made state writes throw).
 std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), 240); }
@@ -189,6 +198,7 @@ void Responder::run_due(WallTime now) {
   }
   if (journal_unwritable_) spdlog::info("journal: written again; carrying out the {} pending action(s)", journal_.pending().size());
   journal_unwritable_ = false;
+  if (!slurm_ready(now)) return;
   // Copy: carrying out an entry changes the journal. Checkpoint signals first (the job checkpoints
   // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
   // one pass the drain lands and the requeue follows it at once.
@@ -205,7 +215,7 @@ void Responder::run_due(WallTime now) {
       case ActionKind::resume: r = do_resume(e, now); break;
       case ActionKind::signal: r = do_signal(e, now); break;
       case ActionKind::comment: {
-        auto c = slurm_.set_comment(e.job_id, e.reason);
+        auto c = annotate(e.job_id, e.reason);
         r = c ? std::expected<bool, std::string>(true) : std::unexpected(c.error());
         break;
       }
@@ -223,14 +233,61 @@ void Responder::run_due(WallTime now) {
 
 std::optional<WallTime> Responder::next_due() const {
   auto due = journal_.next_due();
+  // Nothing pending is carried out before Slurm is known to answer: no sooner than its next check.
+  if (due && !slurm_ready_ && *due < next_slurm_check_) due = next_slurm_check_;
   for (const auto& f : followed_)
     if (!due || f.next_look < *due) due = f.next_look;
+  for (const auto& n : nudges_)
+    if (!due || n.at < *due) due = n.at;
   return due;
+}
+
+bool Responder::slurm_ready(WallTime now) {
+  if (slurm_ready_) return true;
+  if (now < next_slurm_check_) return false;
+  next_slurm_check_ = now + kSlurmCheckEvery;
+  auto info = slurm_.node(node_);
+  if (info) {
+    slurm_ready_ = true;
+    spdlog::info("slurmctld answers and knows node {} ({}){}", node_, info->state,
+                 slurm_problem_.empty() ? "" : "; carrying out the pending actions");
+    slurm_problem_.clear();
+    return true;
+  }
+  std::string problem =
+      gone(info.error())
+          ? "slurmctld knows no node '" + node_ + "' (" + info.error().message +
+                "): set [daemon] node_name to this host's NodeName in slurm.conf; healthd drains and requeues "
+                "nothing until the name is known, and asks again every 5 s"
+          : "slurmctld is not answering (" + info.error().message +
+                "); healthd drains and requeues nothing until it answers, and asks again every 5 s";
+  if (problem != slurm_problem_) spdlog::error("{}", problem);
+  slurm_problem_ = problem;
+  return false;
+}
+
+std::expected<void, std::string> Responder::annotate(std::uint32_t job_id, const std::string& line,
+                                                     const std::optional<std::string>& current) {
+  std::string existing;
+  if (current) {
+    existing = *current;
+  } else {
+    auto job = slurm_.job(job_id);
+    if (!job) {
+      if (gone(job.error())) return {};  // nothing left to say it to
+      return std::unexpected(job.error().message);
+    }
+    existing = job->admin_comment;
+  }
+  JobUpdate u;
+  u.admin_comment = merge_admin_comment(existing, line);
+  if (auto r = slurm_.update_job(job_id, u); !r && !gone(r.error())) return std::unexpected("admin comment: " + r.error().message);
+  return {};
 }
 
 std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
-  if (!info) return std::unexpected(info.error());
+  if (!info) return std::unexpected(info.error().message);
   bool held = contains(e.reason, "until an admin resumes it");
   if (info->drained_or_draining()) {
     if (!starts_with(info->reason, kReasonPrefix)) {
@@ -242,10 +299,10 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
     if (e.reboot && !rebooting) {
       // Drained by us for a lesser fault, now one whose cure is a reboot.
       if (auto r = slurm_.reboot(e.node, e.reason); r) rebooting = true;
-      else spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, r.error());
+      else spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, r.error().message);
     }
     if (info->reason != e.reason && !rebooting) {
-      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error());
+      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
     }
     journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
     return true;
@@ -253,7 +310,12 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
   // Never take out more than the allowed share of any partition this node is in.
   for (const auto& partition : info->partitions) {
     auto nodes = slurm_.partition_nodes(partition);
-    if (!nodes) return std::unexpected(nodes.error());
+    if (!nodes) return std::unexpected(nodes.error().message);
+    if (nodes->empty()) {
+      // This node is in the partition, so an empty answer is a wrong one: judging the share on it
+      // would withhold every drain ("0 of 0 drained"), as a cut-off text read once did.
+      return std::unexpected("partition " + partition + " answered no nodes although " + e.node + " is in it");
+    }
     std::size_t drained = 0;
     for (const auto& n : *nodes)
       if (n.name != e.node && n.drained_or_draining()) ++drained;
@@ -274,12 +336,12 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
       rebooting = true;
       spdlog::warn("node {}: reboot requested (ASAP, then resume): {}", e.node, e.reason);
     } else {
-      spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, r.error());
+      spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, r.error().message);
     }
   }
   if (!rebooting) {
     std::string reason = short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
-    if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error());
+    if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
   withheld_.clear();
@@ -290,11 +352,11 @@ std::expected<bool, std::string> Responder::do_drain(const JournalEntry& e, Wall
 std::expected<bool, std::string> Responder::do_requeue(const JournalEntry& e, WallTime now) {
   auto job = slurm_.job(e.job_id);
   if (!job) {
-    if (contains(job.error(), "Invalid job id")) {
+    if (gone(job.error())) {
       spdlog::info("job {} is gone; nothing to requeue", e.job_id);
       return true;
     }
-    return std::unexpected(job.error());
+    return std::unexpected(job.error().message);
   }
   switch (e.step) {
     case RequeueStep::decide: return requeue_decide(e, *job, now);
@@ -313,7 +375,7 @@ std::expected<bool, std::string> Responder::next_step(const JournalEntry& e, Req
     case RequeueStep::decide: break;
     case RequeueStep::requeue: {
       auto job = slurm_.job(e.job_id);
-      if (!job) return std::unexpected(job.error());
+      if (!job) return std::unexpected(job.error().message);
       return requeue_ask(next, *job, now);
     }
     case RequeueStep::annotate: return requeue_annotate(next, now);
@@ -327,7 +389,7 @@ std::expected<bool, std::string> Responder::next_step(const JournalEntry& e, Req
 std::expected<std::optional<std::string>, std::string> Responder::node_still_schedulable(const JournalEntry& e) {
   if (e.code == kAppFailure) return std::optional<std::string>();  // the node is healthy: nothing to wait for
   auto info = slurm_.node(node_);
-  if (!info) return std::unexpected(info.error());
+  if (!info) return std::unexpected(info.error().message);
   if (info->drained_or_draining() || info->reboot_pending()) return std::optional<std::string>();
   return std::optional<std::string>("node " + node_ + " is " + (info->state.empty() ? "in service" : info->state) +
                                     (info->reason.empty() ? "" : " (" + sanitize(info->reason, 120) + ")"));
@@ -348,11 +410,11 @@ std::expected<bool, std::string> Responder::requeue_decide(const JournalEntry& e
     std::string why = "auto-resume: not resumed: the cap of " + std::to_string(cap) +
                       " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
     spdlog::error("job {}: {}", e.job_id, why);
-    if (auto r = slurm_.set_comment(e.job_id, why); !r) return std::unexpected(r.error());
+    if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
     // The job ends as it would have without auto-resume. A step that failed has ended it already; a
     // job hung on the faulty node would hold its allocation forever, so it is ended here.
     if (job.state == "RUNNING") {
-      if (auto r = slurm_.cancel(e.job_id); !r) return std::unexpected(r.error());
+      if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
       why += "; the job, still running on a faulty node, is cancelled";
     }
     journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
@@ -360,6 +422,18 @@ std::expected<bool, std::string> Responder::requeue_decide(const JournalEntry& e
     return true;
   }
   if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
+  if (!job.requeue) {
+    // Slurm would refuse ("Requested operation is presently disabled"), at every try. Said once, where
+    // the user and the admin look, and decided for this attempt.
+    std::string why = "auto-resume: not requeued after " + e.code + " on " + node_ +
+                      ": the job does not allow requeue (submitted with --no-requeue, or JobRequeue=0 in "
+                      "slurm.conf and no --requeue); submit it with --requeue to be resumed";
+    spdlog::error("job {}: {}", e.job_id, why);
+    if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+    journal_.mark_requeued(e.job_id, e.restart_count);
+    timeline_.record(e.job_id, {now, node_, "not requeued", why});
+    return true;
+  }
   if (e.code != kAppFailure) {
     // The drain goes first: a job released while its faulty node can still take it may start there
     // again. A drain that Slurm has not taken yet (slurmctld not answering) keeps the requeue waiting
@@ -403,11 +477,12 @@ std::expected<bool, std::string> Responder::requeue_ask(const JournalEntry& e, c
     auto again = slurm_.job(e.job_id);
     if (again && again->restart_count > e.restart_count) {
       journal_.mark_requeued(e.job_id, e.restart_count);
-      timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error()});
+      timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error().message});
       follow(e.job_id, e.restart_count + 1, now);
       return true;
     }
-    return std::unexpected(r.error());
+    if (gone(r.error())) return true;  // ended meanwhile: nothing to requeue
+    return std::unexpected(r.error().message);
   }
   journal_.mark_requeued(e.job_id, e.restart_count);
   timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "requeued",
@@ -416,20 +491,21 @@ std::expected<bool, std::string> Responder::requeue_ask(const JournalEntry& e, c
 }
 
 std::expected<bool, std::string> Responder::requeue_annotate(const JournalEntry& e, WallTime now) {
-  // Before the release: the restarted job reads why its last attempt ended from the comment.
-  std::string comment = format_attempt_comment({e.restart_count + 1, e.code, node_, e.reason});
-  if (auto c = slurm_.set_comment(e.job_id, comment); !c) return std::unexpected("comment: " + c.error());
+  // Before the release: the restarted job reads why its last attempt ended from the admin comment.
+  std::string line = format_attempt_comment({e.restart_count + 1, e.code, node_, e.reason});
+  if (auto c = annotate(e.job_id, line); !c) return std::unexpected(c.error());
   return next_step(e, RequeueStep::release, now);
 }
 
 std::expected<bool, std::string> Responder::requeue_release(const JournalEntry& e, WallTime now) {
-  // Slurm holds a requeued job (Reason=BeginTime) for minutes. starttime=now+1 lifts it, but only once
-  // the job has left COMPLETING: issued earlier it is silently overridden. So wait for PENDING first,
-  // as a journal wait (the engine stays free, and a restart picks the wait up again).
+  // Slurm holds a requeued job (Reason=BeginTime) for minutes. A new begin time lifts it, but only once
+  // the job has left COMPLETING: set earlier, slurmctld overrides it when the job's epilog completes
+  // (batch_requeue_fini). So wait for PENDING first, as a journal wait (the engine stays free, and a
+  // restart picks the wait up again).
   auto job = slurm_.job(e.job_id);
   if (!job) {
-    if (contains(job.error(), "Invalid job id")) return true;
-    return std::unexpected(job.error());
+    if (gone(job.error())) return true;
+    return std::unexpected(job.error().message);
   }
   if (job->state == "COMPLETING" || job->state == "REQUEUED") {
     auto& waits = release_waits_[e.id];
@@ -441,7 +517,8 @@ std::expected<bool, std::string> Responder::requeue_release(const JournalEntry& 
     return false;
   }
   release_waits_.erase(e.id);
-  follow(e.job_id, e.restart_count + 1, now);
+  const bool raise = policy_.requeue_priority == RequeuePriority::top;
+  follow(e.job_id, e.restart_count + 1, now, raise && job->state == "PENDING");
   if (job->state != "PENDING") return true;  // running again already, or ended: nothing to release
   auto schedulable = node_still_schedulable(e);
   if (!schedulable) return std::unexpected(schedulable.error());
@@ -450,46 +527,94 @@ std::expected<bool, std::string> Responder::requeue_release(const JournalEntry& 
                                 **schedulable + ": the job is not released early onto it"});
     return true;
   }
-  if (auto r = slurm_.release_hold(e.job_id); !r) return std::unexpected("releasing the requeue hold: " + r.error());
-  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold released", "starttime=now+1"});
+  // The begin time: one second after the requeue's kill, on slurmctld's clock. slurmd refuses to
+  // launch a job whose credential is not newer (in whole seconds) than the kill it revoked ("already
+  // killed, do not launch batch job"). slurmctld stamped submit_time when the job left COMPLETING,
+  // after the kill, so submit_time + 1 is always safe, and needs no agreement between clocks.
+  const std::time_t begin = std::chrono::system_clock::to_time_t(job->submit_time) + 1;
+  JobUpdate u;
+  u.begin = begin;
+  if (raise) u.priority = kTopPriority;
+  if (auto r = slurm_.update_job(e.job_id, u); !r) {
+    if (gone(r.error())) return true;
+    return std::unexpected("releasing the requeue hold: " + r.error().message);
+  }
+  // slurmctld schedules an updated job in its next queued pass, and skips it there while that begin
+  // second has not come. Nothing would queue another pass until the periodic ones (backfill every
+  // 30 s, the full pass every 60 s by default): so, once the second has passed, the job is updated
+  // again (the same begin time), which queues one more pass.
+  nudges_.push_back({e.job_id, e.restart_count + 1, begin,
+                     std::chrono::system_clock::from_time_t(begin) + std::chrono::milliseconds(1100)});
+  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold released",
+                              std::string("eligible from slurmctld's next second") +
+                                  (raise ? "; top priority until it runs (requeue_priority = \"top\")" : "")});
   return true;
 }
 
-void Responder::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now) {
-  for (const auto& f : followed_)
-    if (f.job_id == job_id && f.restart_count == attempt) return;
-  followed_.push_back({job_id, attempt, now, now});
+void Responder::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority) {
+  for (auto& f : followed_)
+    if (f.job_id == job_id && f.restart_count == attempt) {
+      f.raised_priority = f.raised_priority || raised_priority;
+      return;
+    }
+  followed_.push_back({job_id, attempt, now, now, raised_priority});
 }
 
 void Responder::follow_requeued(WallTime now) {
+  // The scheduler nudges first (see requeue_release): one update each, of a job still waiting.
+  std::erase_if(nudges_, [&](const Nudge& n) {
+    if (now < n.at) return false;
+    auto job = slurm_.job(n.job_id);
+    if (job && job->restart_count == n.restart_count && job->state == "PENDING") {
+      JobUpdate u;
+      u.begin = n.begin;
+      if (auto r = slurm_.update_job(n.job_id, u); !r)
+        spdlog::debug("job {}: asking slurmctld to schedule it again: {}", n.job_id, r.error().message);
+    }
+    return true;
+  });
   std::erase_if(followed_, [&](Followed& f) {
     if (now < f.next_look) return false;
     const auto waited = now - f.since;
-    // Often while a restart is expected (seconds), rarely after: following one job for its ten
-    // minutes costs about 60 Slurm reads, not 2,000.
-    f.next_look = now + (waited < std::chrono::seconds(10)   ? std::chrono::milliseconds(250)
-                         : waited < std::chrono::seconds(60) ? std::chrono::milliseconds(2000)
-                                                             : std::chrono::milliseconds(15000));
+    // The start time comes from Slurm itself, so looking often buys nothing: once a second while a
+    // restart is expected (seconds), then every 5 s, then every 30 s. Following one job for its ten
+    // minutes costs about 40 Slurm reads.
+    f.next_look = now + (waited < std::chrono::seconds(10)   ? std::chrono::milliseconds(1000)
+                         : waited < std::chrono::seconds(60) ? std::chrono::milliseconds(5000)
+                                                             : std::chrono::milliseconds(30000));
     auto job = slurm_.job(f.job_id);
-    if (!job) return waited > std::chrono::minutes(10);
+    if (!job) return gone(job.error()) || waited > std::chrono::minutes(10);
     if (job->restart_count < f.restart_count) return waited > std::chrono::minutes(10);
-    const auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
-    char when[64];
-    std::snprintf(when, sizeof when, "%.1f s after the requeue", secs);
-    if (job->state == "RUNNING") {
-      timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "running again",
-                                  "on " + job->node_list + ", " + when});
+    // start_time is slurmctld's, in whole seconds: one within the second before the requeue is this run.
+    const bool started_since = job->start_time >= f.since - std::chrono::seconds(1);
+    if (job->state == "RUNNING" || job->state == "CONFIGURING" || (job->state == "COMPLETING" && started_since)) {
+      const auto started = started_since ? std::max(job->start_time, f.since) : std::chrono::system_clock::now();
+      char when[64];
+      std::snprintf(when, sizeof when, "%.1f s after the requeue", std::chrono::duration<double>(started - f.since).count());
+      timeline_.record(f.job_id, {started, node_, "running again", "on " + job->node_list + ", " + when});
+      if (f.raised_priority) {
+        // Back to the priority Slurm computes (INFINITE), so a later requeue by anyone else, or the
+        // next job of this user, does not inherit the jump.
+        JobUpdate u;
+        u.reset_priority = true;
+        if (auto r = slurm_.update_job(f.job_id, u); !r && !gone(r.error()))
+          spdlog::warn("job {}: its top priority could not be set back: {}", f.job_id, r.error().message);
+      }
       return true;
     }
-    if (job->state == "PENDING" || job->state == "COMPLETING" || job->state == "CONFIGURING" || job->state == "REQUEUED") {
+    if (job->state == "PENDING" || job->state == "COMPLETING" || job->state == "REQUEUED") {
       if (waited > std::chrono::minutes(10)) {
         timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "not running again",
-                                    "still " + job->state + " (" + job->reason + ") 10 minutes after the requeue; no longer followed"});
+                                    "still " + job->state + " (" + job->reason + ") 10 minutes after the requeue; no longer followed" +
+                                        (f.raised_priority ? "; it keeps its top priority until it runs" : "")});
         return true;
       }
       return false;
     }
     // Ended without healthd seeing it run again (it may have run briefly between two looks).
+    const auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
+    char when[64];
+    std::snprintf(when, sizeof when, "%.1f s after the requeue", secs);
     timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "ended",
                                 job->state + (job->node_list.empty() ? "" : " on " + job->node_list) + ", " + when +
                                     ", without being seen running again"});
@@ -499,7 +624,7 @@ void Responder::follow_requeued(WallTime now) {
 
 std::expected<bool, std::string> Responder::do_resume(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
-  if (!info) return std::unexpected(info.error());
+  if (!info) return std::unexpected(info.error().message);
   auto& own = journal_.own_drain();
   if (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix)) {
     // Resumed by an admin, or re-drained with their own reason: not ours any more.
@@ -510,7 +635,7 @@ std::expected<bool, std::string> Responder::do_resume(const JournalEntry& e, Wal
   // A reboot is on its way: Slurm resumes the node after it (nextstate=RESUME). Resuming it now would
   // cancel the reboot that cures the fault.
   if (own->reboot && info->reboot_pending()) return true;
-  if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error());
+  if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
   spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
   own.reset();
   (void)now;
@@ -521,12 +646,12 @@ std::expected<bool, std::string> Responder::do_signal(const JournalEntry& e, Wal
   if (journal_.signalled(e.job_id, e.restart_count)) return true;
   auto job = slurm_.job(e.job_id);
   if (!job) {
-    if (contains(job.error(), "Invalid job id")) return true;  // gone: nothing to checkpoint
-    return std::unexpected(job.error());
+    if (gone(job.error())) return true;  // gone: nothing to checkpoint
+    return std::unexpected(job.error().message);
   }
   // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
   if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
-  if (auto r = slurm_.signal_job(e.job_id, e.reason); !r) return std::unexpected(r.error());
+  if (auto r = slurm_.signal_job(e.job_id, e.reason); !r) return std::unexpected(r.error().message);
   // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
   journal_.mark_signalled(e.job_id, e.restart_count);
   spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, e.reason, e.code, node_);
@@ -542,6 +667,7 @@ nlohmann::json Responder::status() const {
     j["admin_override"] = "node " + node_ + " is in service while " + overridden_ +
                           " persists: auto-resume jobs are not requeued onto it";
   if (!withheld_.empty()) j["drain_withheld"] = withheld_;
+  if (!slurm_problem_.empty()) j["slurm"] = slurm_problem_;
   return j;
 }
 

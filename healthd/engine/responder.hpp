@@ -17,10 +17,19 @@
 // restart. A job is requeued only once the node that failed it is out of service, and released
 // from Slurm's hold only then.
 //
-// Every action goes through the journal first. Runs on one thread (the engine's); Slurm calls block.
+// Why an attempt ended goes into the job's admin comment (a line of its own: other lines are kept),
+// never the user's --comment. A requeued job gets a top priority while it waits (requeue_priority)
+// and Slurm's own once it runs.
+//
+// Nothing is carried out until Slurm has answered once and knows this node (node_name): a daemon
+// with a wrong node name must not drain or requeue someone else's.
+//
+// Every action goes through the journal first. Runs on one thread (the engine's); Slurm calls block,
+// each bounded by [slurm] timeout_s.
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <string>
@@ -101,13 +110,28 @@ class Responder {
   std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> next_step(const JournalEntry& e, RequeueStep step, WallTime now);
   std::expected<std::optional<std::string>, std::string> node_still_schedulable(const JournalEntry& e);
-  void follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now);
+  // Writes `line` as the job's auto-resume line in its admin comment; `current`: the admin comment
+  // as last read, if at hand.
+  std::expected<void, std::string> annotate(std::uint32_t job_id, const std::string& line,
+                                            const std::optional<std::string>& current = std::nullopt);
+  // True once Slurm has answered and knows node_; checked again every few seconds until then.
+  bool slurm_ready(WallTime now);
+  void follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority = false);
 
   struct Followed {
     std::uint32_t job_id;
     std::uint32_t restart_count;  // the attempt that is to run
     WallTime since;
     WallTime next_look;
+    bool raised_priority = false;  // set back to Slurm's own once it runs
+  };
+  // A released job that may need the scheduler asked again once its begin time has passed (see
+  // requeue_release).
+  struct Nudge {
+    std::uint32_t job_id;
+    std::uint32_t restart_count;
+    std::time_t begin;  // slurmctld's clock
+    WallTime at;
   };
 
   std::string node_;
@@ -124,6 +148,10 @@ class Responder {
   bool journal_unwritable_ = false;
   std::map<std::uint64_t, std::uint32_t> release_waits_;  // by journal entry: looks at a COMPLETING job
   std::vector<Followed> followed_;
+  std::vector<Nudge> nudges_;
+  bool slurm_ready_ = false;
+  std::string slurm_problem_;  // why not ready, for the log (once per change) and status
+  WallTime next_slurm_check_{};
 };
 
 }  // namespace ar::healthd

@@ -1,6 +1,9 @@
-// The job comment healthd writes when it requeues a job, and the plugin reads back in the restarted
-// job to tell the training code why the last attempt ended. One definition for both sides.
+// The line healthd writes into a job's admin comment (AdminComment=, never the user's Comment=) when
+// it requeues the job, and the plugin reads back in the restarted job to tell the training code why
+// the last attempt ended. One definition for both sides.
 //   auto-resume: attempt 1 ended: GPU-XID-79 on n2: NVRM: Xid (PCI:0000:17:00): 79, ...
+// The admin comment may hold other lines (an admin's, another tool's): healthd replaces its own line
+// only, and keeps the others as they are.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,37 @@ inline std::string format_attempt_comment(const AttemptEnd& e) {
                   e.message;
   if (c.size() > kMaxCommentBytes) c = c.substr(0, kMaxCommentBytes - 3) + "...";
   return c;
+}
+
+inline constexpr const char* kCommentPrefix = "auto-resume: ";
+
+// `existing` with its auto-resume line (if any) replaced by `ours` (made one line), other lines kept.
+inline std::string merge_admin_comment(const std::string& existing, std::string ours) {
+  for (auto& ch : ours)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < existing.size()) {
+    std::size_t end = existing.find('\n', pos);
+    if (end == std::string::npos) end = existing.size();
+    std::string line = existing.substr(pos, end - pos);
+    if (!line.empty() && line.rfind(kCommentPrefix, 0) != 0) out += line + "\n";
+    pos = end + 1;
+  }
+  return out + ours;
+}
+
+// The auto-resume line of an admin comment, or empty.
+inline std::string auto_resume_line(const std::string& admin_comment) {
+  std::size_t pos = 0;
+  while (pos < admin_comment.size()) {
+    std::size_t end = admin_comment.find('\n', pos);
+    if (end == std::string::npos) end = admin_comment.size();
+    if (admin_comment.compare(pos, std::char_traits<char>::length(kCommentPrefix), kCommentPrefix) == 0)
+      return admin_comment.substr(pos, end - pos);
+    pos = end + 1;
+  }
+  return {};
 }
 
 inline std::optional<AttemptEnd> parse_attempt_comment(const std::string& c) {

@@ -16,22 +16,20 @@ namespace {
 
 // A Slurm that is never needed: the node stays healthy, so the responder asks nothing of it.
 class UnusedSlurm : public SlurmClient {
-  std::unexpected<std::string> no() { return std::unexpected(std::string("unused")); }
+  std::unexpected<SlurmError> no() { return std::unexpected(SlurmError("unused")); }
 
  public:
-  std::expected<NodeInfo, std::string> node(const std::string&) override { return no(); }
-  std::expected<std::vector<NodeInfo>, std::string> partition_nodes(const std::string&) override { return no(); }
-  std::expected<JobInfo, std::string> job(std::uint32_t) override { return no(); }
-  std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string&) override { return no(); }
-  std::expected<void, std::string> drain(const std::string&, const std::string&) override { return no(); }
-  std::expected<void, std::string> reboot(const std::string&, const std::string&) override { return no(); }
-  std::expected<void, std::string> resume(const std::string&) override { return no(); }
-  std::expected<void, std::string> set_reason(const std::string&, const std::string&) override { return no(); }
-  std::expected<void, std::string> requeue(std::uint32_t) override { return no(); }
-  std::expected<void, std::string> release_hold(std::uint32_t) override { return no(); }
-  std::expected<void, std::string> set_comment(std::uint32_t, const std::string&) override { return no(); }
-  std::expected<void, std::string> cancel(std::uint32_t) override { return no(); }
-  std::expected<void, std::string> signal_job(std::uint32_t, const std::string&) override { return no(); }
+  SlurmResult<NodeInfo> node(const std::string&) override { return no(); }
+  SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string&) override { return no(); }
+  SlurmResult<JobInfo> job(std::uint32_t) override { return no(); }
+  SlurmResult<void> drain(const std::string&, const std::string&) override { return no(); }
+  SlurmResult<void> reboot(const std::string&, const std::string&) override { return no(); }
+  SlurmResult<void> resume(const std::string&) override { return no(); }
+  SlurmResult<void> set_reason(const std::string&, const std::string&) override { return no(); }
+  SlurmResult<void> requeue(std::uint32_t) override { return no(); }
+  SlurmResult<void> update_job(std::uint32_t, const JobUpdate&) override { return no(); }
+  SlurmResult<void> cancel(std::uint32_t) override { return no(); }
+  SlurmResult<void> signal_job(std::uint32_t, const std::string&) override { return no(); }
 };
 
 // A check that counts its runs; the first one waits until the test lets it go.

@@ -38,88 +38,106 @@ class FakeSlurm : public SlurmClient {
     if (call_no == kill_at && kill_after) throw Killed{};
   }
 
-  std::expected<NodeInfo, std::string> node(const std::string& name) override {
+  SlurmResult<NodeInfo> node(const std::string& name) override {
     before();
-    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
-    auto n = nodes.at(name);
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    auto it = nodes.find(name);
+    if (it == nodes.end()) return std::unexpected(SlurmError(SlurmError::Kind::gone, "Invalid node name specified"));
+    auto n = it->second;
     after();
     return n;
   }
-  std::expected<std::vector<NodeInfo>, std::string> partition_nodes(const std::string&) override {
+  SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) override {
     std::vector<NodeInfo> out;
-    for (auto& [n, i] : nodes) out.push_back(i);
+    for (auto& [n, i] : nodes)
+      if (std::find(i.partitions.begin(), i.partitions.end(), partition) != i.partitions.end()) out.push_back(i);
     return out;
   }
-  std::expected<JobInfo, std::string> job(std::uint32_t id) override {
+  SlurmResult<JobInfo> job(std::uint32_t id) override {
     before();
-    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    if (!jobs.count(id)) return std::unexpected(SlurmError(SlurmError::Kind::gone, "Invalid job id specified"));
     if (jobs[id].state == "COMPLETING" && --completing_left[id] <= 0) jobs[id].state = "PENDING";
     auto j = jobs.at(id);
     after();
     return j;
   }
-  std::expected<std::vector<std::uint32_t>, std::string> jobs_on_node(const std::string&) override { return {}; }
-  std::expected<void, std::string> drain(const std::string& n, const std::string& reason) override {
+  SlurmResult<void> drain(const std::string& n, const std::string& reason) override {
     before();
-    if (drain_fails || !answering) return std::unexpected(std::string("Unable to contact slurm controller"));
+    if (drain_fails || !answering)
+      return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Unable to contact slurm controller"));
     calls.push_back("drain " + n);
     nodes[n].state = "MIXED+DRAIN";
+    nodes[n].drain = true;
     nodes[n].reason = reason;
     after();
     return {};
   }
   bool reboot_program = true;  // the cluster has a RebootProgram
-  std::expected<void, std::string> reboot(const std::string& n, const std::string& reason) override {
+  SlurmResult<void> reboot(const std::string& n, const std::string& reason) override {
     calls.push_back("reboot " + n);
-    if (!reboot_program) return std::unexpected(std::string("RebootProgram isn't defined"));
+    if (!reboot_program) return std::unexpected(SlurmError("RebootProgram isn't defined"));
     nodes[n].state = "MIXED+DRAIN+REBOOT_REQUESTED";
+    nodes[n].drain = nodes[n].reboot = true;
     nodes[n].reason = reason;
     return {};
   }
-  std::expected<void, std::string> resume(const std::string& n) override {
+  SlurmResult<void> resume(const std::string& n) override {
     calls.push_back("resume " + n);
     nodes[n].state = "IDLE";
+    nodes[n].drain = nodes[n].reboot = false;
     nodes[n].reason.clear();
     return {};
   }
-  std::expected<void, std::string> set_reason(const std::string& n, const std::string& r) override {
+  SlurmResult<void> set_reason(const std::string& n, const std::string& r) override {
     nodes[n].reason = r;
     return {};
   }
-  std::expected<void, std::string> requeue(std::uint32_t id) override {
+  SlurmResult<void> requeue(std::uint32_t id) override {
     before();
-    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
     calls.push_back("requeue " + std::to_string(id));
-    if (jobs[id].state != "RUNNING") return std::unexpected(std::string("Job is pending execution"));
+    if (!jobs[id].requeue) return std::unexpected(SlurmError(SlurmError::Kind::refused, "Requested operation is presently disabled"));
+    if (jobs[id].state != "RUNNING") return std::unexpected(SlurmError("Job is pending execution"));
     jobs[id].state = completing_reads > 0 ? "COMPLETING" : "PENDING";
     completing_left[id] = completing_reads;
     jobs[id].restart_count++;
+    jobs[id].submit_time = clock;  // slurmctld stamps it when the job leaves COMPLETING
     after();
     return {};
   }
-  std::expected<void, std::string> release_hold(std::uint32_t id) override {
+  SlurmResult<void> update_job(std::uint32_t id, const JobUpdate& u) override {
     before();
-    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
-    calls.push_back("release " + std::to_string(id));
-    if (jobs[id].state != "PENDING") calls.push_back("release too early " + std::to_string(id));
-    else if (release_starts_job) jobs[id].state = "RUNNING";  // an idle cluster starts it at once
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    if (u.admin_comment) {
+      jobs[id].admin_comment = *u.admin_comment;
+      calls.push_back("comment " + std::to_string(id));
+    }
+    if (u.priority) {
+      jobs[id].priority = *u.priority;
+      calls.push_back("priority " + std::to_string(id) + " " + std::to_string(*u.priority));
+    }
+    if (u.reset_priority) {
+      jobs[id].priority = 1;
+      calls.push_back("priority " + std::to_string(id) + " reset");
+    }
+    if (u.begin) {
+      calls.push_back("release " + std::to_string(id));
+      begins[id] = *u.begin;
+      if (jobs[id].state != "PENDING") calls.push_back("release too early " + std::to_string(id));
+      else if (release_starts_job) jobs[id].state = "RUNNING";  // an idle cluster starts it at once
+    }
     after();
     return {};
   }
-  std::expected<void, std::string> set_comment(std::uint32_t id, const std::string& c) override {
-    before();
-    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
-    jobs[id].comment = c;
-    calls.push_back("comment " + std::to_string(id));
-    after();
-    return {};
-  }
-  std::expected<void, std::string> signal_job(std::uint32_t id, const std::string& sig) override {
-    if (!answering) return std::unexpected(std::string("Slurm did not answer"));
+  std::map<std::uint32_t, std::time_t> begins;  // the last begin time asked, by job
+  WallTime clock{};                              // slurmctld's clock: the test's
+  SlurmResult<void> signal_job(std::uint32_t id, const std::string& sig) override {
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
     calls.push_back("signal " + std::to_string(id) + " " + sig);
     return {};
   }
-  std::expected<void, std::string> cancel(std::uint32_t id) override {
+  SlurmResult<void> cancel(std::uint32_t id) override {
     calls.push_back("cancel " + std::to_string(id));
     jobs[id].state = "CANCELLED";
     return {};
@@ -156,6 +174,7 @@ struct Fixture {
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
   }
   void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Action action = Action::drain) {
+    slurm.clock = now;
     responder->on_sweep({kernel_log_result(faulty, action)}, jobs, std::nullopt, now);
     responder->run_due(now);
     responder->follow_requeued(now);
@@ -173,7 +192,7 @@ TEST(Responder, FaultDrainsAndRequeuesOnceAcrossSweeps) {
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
   EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus");
-  EXPECT_NE(f.slurm.jobs[7].comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
 }
 
 TEST(Responder, JobRequeuedByAnotherNodeIsNotRequeuedAgain) {
@@ -199,7 +218,7 @@ TEST(Responder, CapReachedLeavesTheJobAndSaysWhy) {
   f.slurm.jobs[7].restart_count = 1;
   f.sweep(true, {{7, 1, true}});
   EXPECT_EQ(f.slurm.count("requeue 7"), 0);
-  EXPECT_NE(f.slurm.jobs[7].comment.find("cap of 1 resumes is reached"), std::string::npos);
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("cap of 1 resumes is reached"), std::string::npos);
   // hung on the faulty node: it ends, as a failed step would have ended it
   EXPECT_EQ(f.slurm.count("cancel 7"), 1);
   f.sweep(true, {{7, 1, true}});
@@ -210,7 +229,7 @@ TEST(Responder, TheUserMayLowerTheCapButNotRaiseIt) {
   Fixture lowered;  // admin cap 3, user cap 0
   lowered.sweep(true, {{7, 0, true, 0u}});
   EXPECT_EQ(lowered.slurm.count("requeue 7"), 0);
-  EXPECT_NE(lowered.slurm.jobs[7].comment.find("cap of 0 resumes"), std::string::npos);
+  EXPECT_NE(lowered.slurm.jobs[7].admin_comment.find("cap of 0 resumes"), std::string::npos);
 
   PolicyConfig p;
   p.max_resumes = 1;
@@ -218,12 +237,12 @@ TEST(Responder, TheUserMayLowerTheCapButNotRaiseIt) {
   raised.slurm.jobs[7].restart_count = 1;
   raised.sweep(true, {{7, 1, true, 10u}});
   EXPECT_EQ(raised.slurm.count("requeue 7"), 0);
-  EXPECT_NE(raised.slurm.jobs[7].comment.find("cap of 1 resumes"), std::string::npos);
+  EXPECT_NE(raised.slurm.jobs[7].admin_comment.find("cap of 1 resumes"), std::string::npos);
 }
 
 TEST(Responder, AdminDrainIsNeverTakenOverNorResumed) {
   Fixture f;
-  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "admin: DIMM", {"debug"}};
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "admin: DIMM", {"debug"}, true};
   f.sweep(true);
   for (int i = 0; i < 10; ++i) f.sweep(false);
   EXPECT_EQ(f.slurm.count("drain n2"), 0);
@@ -272,6 +291,7 @@ TEST(Responder, ANodeWaitingForItsRebootIsNotResumedByHealthd) {
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   // Rebooted: Slurm resumed it (nextstate=RESUME); healthd forgets its drain and never resumes it.
   f.slurm.nodes["n2"].state = "IDLE";
+  f.slurm.nodes["n2"].drain = false;
   f.slurm.nodes["n2"].reason.clear();
   f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
@@ -316,6 +336,7 @@ TEST(Responder, ShareLimitWithholdsTheDrainAndReportsIt) {
   Fixture f(p);
   f.slurm.nodes["n1"].state = "IDLE+DRAIN";
   f.slurm.nodes["n3"].state = "DOWN+DRAIN";
+  f.slurm.nodes["n1"].drain = f.slurm.nodes["n3"].drain = true;
   f.sweep(true);
   EXPECT_EQ(f.slurm.count("drain n2"), 0);
   EXPECT_NE(f.responder->status().value("drain_withheld", "").find("withheld"), std::string::npos);
@@ -498,7 +519,7 @@ TEST(ResponderUnderKills, EveryStepIsFinishedOnceWhereverTheDaemonDies) {
       EXPECT_EQ(k.f.slurm.jobs[7].restart_count, 1u);
       EXPECT_GE(k.f.slurm.count("release 7"), 1);
       EXPECT_EQ(k.f.slurm.count("release too early 7"), 0);
-      EXPECT_NE(k.f.slurm.jobs[7].comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
+      EXPECT_NE(k.f.slurm.jobs[7].admin_comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
       EXPECT_TRUE(k.journal->pending().empty());
       // the comment comes before the release: the restarted job reads it
       auto comment = std::find(k.f.slurm.calls.begin(), k.f.slurm.calls.end(), "comment 7");
@@ -569,6 +590,7 @@ TEST(Responder, AWithheldDrainWithholdsTheRequeueToo) {
   Fixture f(p);
   f.slurm.nodes["n1"].state = "IDLE+DRAIN";
   f.slurm.nodes["n3"].state = "DOWN+DRAIN";
+  f.slurm.nodes["n1"].drain = f.slurm.nodes["n3"].drain = true;
   f.sweep(true);
   f.sweep(true);
   EXPECT_EQ(f.slurm.count("drain n2"), 0);
@@ -688,4 +710,150 @@ TEST(Responder, ABurstOfSweepsIsNotRecoveryPassesAndTheNodeWaitsForItsJobsToMove
   f.slurm.jobs[7].node_list = "n[1,3]";
   for (int i = 0; i < 2; ++i) f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+// Issue 11: the user's --comment is theirs; healthd's line goes to the admin comment, beside any
+// other line an admin or tool keeps there.
+TEST(Responder, WhyTheAttemptEndedGoesToTheAdminCommentAndLeavesTheUsersComment) {
+  Fixture f;
+  f.slurm.jobs[7].comment = R"({"policy": "mine"} JobState=PENDING Restarts=9)";
+  f.slurm.jobs[7].admin_comment = "ticket 4711: watch this job";
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.jobs[7].comment, R"({"policy": "mine"} JobState=PENDING Restarts=9)");
+  EXPECT_EQ(f.slurm.jobs[7].admin_comment,
+            "ticket 4711: watch this job\nauto-resume: attempt 1 ended: GPU-XID-79 on n2: fallen off the bus");
+  // A second attempt's line replaces the first; the admin's line stays.
+  f.slurm.jobs[7].state = "RUNNING";
+  f.sweep(false);
+  f.sweep(true, {{7, 1, true}});
+  EXPECT_EQ(f.slurm.count("requeue 7"), 2);
+  EXPECT_EQ(f.slurm.jobs[7].admin_comment,
+            "ticket 4711: watch this job\nauto-resume: attempt 2 ended: GPU-XID-79 on n2: fallen off the bus");
+}
+
+TEST(Responder, AJobThatCannotBeRequeuedIsToldOnceAndNotRetried) {
+  Fixture f;
+  f.slurm.jobs[7].requeue = false;  // --no-requeue, or JobRequeue=0 without --requeue
+  f.sweep(true);
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_TRUE(f.journal.pending().empty());
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("does not allow requeue"), std::string::npos);
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("--requeue"), std::string::npos);
+  EXPECT_TRUE(f.timeline.has_event(7, "not requeued"));
+}
+
+TEST(Responder, ARequeuedJobWaitsWithTopPriorityAndGetsSlurmsOwnBackOnceRunning) {
+  Fixture f;
+  f.slurm.completing_reads = 2;
+  f.slurm.release_starts_job = false;
+  f.sweep(true);
+  for (int i = 0; i < 5 && f.slurm.count("release 7") == 0; ++i) f.sweep(true);
+  ASSERT_EQ(f.slurm.count("release 7"), 1);
+  EXPECT_EQ(f.slurm.count("priority 7 4294967293"), 1);
+  EXPECT_EQ(f.slurm.count("priority 7 reset"), 0);  // still waiting
+  // The begin time is slurmctld's second after the requeue, from the job's own submit time.
+  EXPECT_EQ(f.slurm.begins[7], std::chrono::system_clock::to_time_t(f.slurm.jobs[7].submit_time) + 1);
+  f.slurm.jobs[7].state = "RUNNING";
+  f.slurm.jobs[7].start_time = f.now;
+  for (int i = 0; i < 3; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("priority 7 reset"), 1);
+  EXPECT_TRUE(f.timeline.has_event(7, "running again"));
+}
+
+TEST(Responder, RequeuePriorityKeepLeavesThePriorityAlone) {
+  PolicyConfig p;
+  p.requeue_priority = RequeuePriority::keep;
+  Fixture f(p);
+  f.sweep(true);
+  f.sweep(false);
+  EXPECT_EQ(f.slurm.count("release 7"), 1);
+  for (const auto& c : f.slurm.calls) EXPECT_EQ(c.rfind("priority", 0), std::string::npos) << c;
+}
+
+TEST(Responder, AReleasedJobStillWaitingAfterItsBeginSecondIsScheduledAgainOnce) {
+  Fixture f;
+  f.slurm.release_starts_job = false;  // the scheduler pass came before the begin second
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("release 7"), 1);
+  for (int i = 0; i < 4; ++i) f.sweep(false);
+  // One more update with the same begin time (it queues a scheduler pass), then no more.
+  EXPECT_EQ(f.slurm.count("release 7"), 2);
+}
+
+// Issue 11: a daemon whose node_name Slurm does not know acts on nothing, and says so; it starts
+// acting once the name is known (or slurmctld answers).
+TEST(Responder, NothingIsCarriedOutUntilSlurmKnowsThisNode) {
+  ar::test::TempDir dir;
+  FakeSlurm slurm;
+  Journal journal{dir / "journal.json"};
+  Timeline timeline{dir / "timeline.json"};
+  PolicyConfig p;
+  p.check_interval = 1s;
+  slurm.nodes["n1"] = NodeInfo{"n1", "IDLE", "", {"debug"}};
+  slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n1", ""};
+  Responder r("gpu-typo", p, slurm, journal, timeline);
+  WallTime now(std::chrono::seconds(1'800'000'000));
+  for (int i = 0; i < 12; ++i, now += 1s) {
+    r.on_sweep({kernel_log_result(true)}, {{7, 0, true}}, std::nullopt, now);
+    r.run_due(now);
+  }
+  EXPECT_TRUE(slurm.calls.empty());
+  EXPECT_FALSE(journal.pending().empty());  // decided, kept, not carried out
+  ASSERT_TRUE(r.status().contains("slurm"));
+  EXPECT_NE(r.status()["slurm"].get<std::string>().find("node_name"), std::string::npos);
+  // Not asked at every sweep: once per 5 s.
+  EXPECT_GE(r.next_due().value_or(now), now);
+  slurm.nodes["gpu-typo"] = NodeInfo{"gpu-typo", "IDLE", "", {"debug"}};
+  now += 5s;
+  r.run_due(now);
+  EXPECT_EQ(slurm.count("drain gpu-typo"), 1);
+  EXPECT_FALSE(r.status().contains("slurm"));
+}
+
+TEST(Responder, SlurmNotAnsweringAtStartIsRetriedWithoutActing) {
+  Fixture f;
+  f.slurm.answering = false;
+  f.sweep(true);
+  f.sweep(true);
+  EXPECT_TRUE(f.slurm.calls.empty());
+  ASSERT_TRUE(f.responder->status().contains("slurm"));
+  EXPECT_NE(f.responder->status()["slurm"].get<std::string>().find("not answering"), std::string::npos);
+  f.slurm.answering = true;
+  for (int i = 0; i < 6; ++i) f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+// Issue 11: the share cap is judged on a large partition as Slurm answers it (the text read was cut
+// at 64 KiB, about 90 nodes, and then withheld every drain as "0 of 0 drained").
+TEST(Responder, TheShareCapIsJudgedOverEveryNodeOfALargePartition) {
+  PolicyConfig p;
+  p.max_drained_share = 0.1;
+  Fixture f(p);
+  for (int i = 5; i <= 120; ++i) f.slurm.nodes["n" + std::to_string(i)] = NodeInfo{"n" + std::to_string(i), "IDLE", "", {"debug"}};
+  for (int i = 10; i < 20; ++i) f.slurm.nodes["n" + std::to_string(i)].drain = true;  // 10 of 120 drained
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);  // 11 of 120 is within 10 %
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+
+  Fixture g(p);
+  for (int i = 5; i <= 120; ++i) g.slurm.nodes["n" + std::to_string(i)] = NodeInfo{"n" + std::to_string(i), "IDLE", "", {"debug"}};
+  for (int i = 10; i < 22; ++i) g.slurm.nodes["n" + std::to_string(i)].drain = true;  // 12 of 120
+  g.sweep(true);
+  EXPECT_EQ(g.slurm.count("drain n2"), 0);
+  EXPECT_NE(g.responder->status()["drain_withheld"].get<std::string>().find("12 of 120"), std::string::npos);
+  EXPECT_EQ(g.slurm.count("requeue 7"), 0);  // the node is still in service: not requeued onto it
+}
+
+TEST(Responder, AnAdminsDrainReasonHoldingStateWordsIsTheirs) {
+  Fixture f;
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "MIXED+DRAIN", "bad disk State=IDLE see ticket", {"debug"}, true};
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "bad disk State=IDLE see ticket");
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);  // drained (by the admin): the job may leave it
+  for (int i = 0; i < 6; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);  // never resumes an admin's drain
 }

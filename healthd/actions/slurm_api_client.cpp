@@ -1,0 +1,244 @@
+#include "slurm_api_client.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+#include <map>
+#include <mutex>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "process.hpp"
+#include "slurm_records.hpp"
+
+namespace ar::healthd {
+namespace {
+
+// libslurm reads slurm.conf (SLURM_CONF, else its built-in path) once per process.
+void init_libslurm() {
+  static std::once_flag once;
+  std::call_once(once, [] { slurm_init(nullptr); });
+}
+
+int last_error() {
+  int e = slurm_get_errno();
+  return e != 0 ? e : errno;
+}
+
+// libslurm's char* fields are not const; the strings are only read for the request.
+char* c_str(const std::string& s) { return const_cast<char*>(s.c_str()); }
+
+SlurmResult<void> checked(const std::string& what, int rc) {
+  if (rc == SLURM_SUCCESS) return {};
+  return std::unexpected(slurm_error(what, last_error()));
+}
+
+int signal_number(const std::string& name) {
+  static const std::map<std::string, int> kSignals = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},
+                                                      {"INT", SIGINT},   {"HUP", SIGHUP},   {"QUIT", SIGQUIT},
+                                                      {"CONT", SIGCONT}, {"URG", SIGURG},   {"ALRM", SIGALRM}};
+  auto it = kSignals.find(name);
+  return it == kSignals.end() ? 0 : it->second;
+}
+
+// Node records with the partitions each node is in (slurm_load_node does not fill that field).
+struct NodeTable {
+  node_info_msg_t* nodes = nullptr;
+  partition_info_msg_t* parts = nullptr;
+  ~NodeTable() {
+    if (nodes) slurm_free_node_info_msg(nodes);
+    if (parts) slurm_free_partition_info_msg(parts);
+  }
+};
+
+SlurmResult<void> load_partitions_into(NodeTable& t, const std::string& what) {
+  if (slurm_load_partitions(0, &t.parts, SHOW_ALL) != SLURM_SUCCESS)
+    return std::unexpected(slurm_error(what + " (partitions)", last_error()));
+  slurm_populate_node_partitions(t.nodes, t.parts);
+  return {};
+}
+
+}  // namespace
+
+SlurmError slurm_error(const std::string& what, int code) {
+  using Kind = SlurmError::Kind;
+  Kind kind = Kind::other;
+  switch (code) {
+    case ESLURM_INVALID_JOB_ID:
+    case ESLURM_INVALID_NODE_NAME:
+    case ESLURM_ALREADY_DONE: kind = Kind::gone; break;
+    case ESLURM_DISABLED:
+    case ESLURM_ACCESS_DENIED:
+    case ESLURM_BATCH_ONLY:
+    case ESLURM_NOT_SUPPORTED: kind = Kind::refused; break;
+    case ESLURM_IN_STANDBY_MODE:
+    case ESLURM_IN_STANDBY_USE_BACKUP:
+    case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+    case ETIMEDOUT:
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case EHOSTUNREACH:
+    case EAGAIN:
+    case EINTR: kind = Kind::not_answering; break;
+    default:
+      // 1000-1099: messages to any daemon; 1800-1899: to slurmctld (connection, send, receive).
+      if ((code >= SLURM_UNEXPECTED_MSG_ERROR && code < SLURM_UNEXPECTED_MSG_ERROR + 100) ||
+          (code >= SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR && code < SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR + 100))
+        kind = Kind::not_answering;
+  }
+  const char* words = slurm_strerror(code);
+  return SlurmError(kind, what + ": " + (words ? words : "error " + std::to_string(code)), code);
+}
+
+SlurmApiClient::SlurmApiClient(std::string scontrol, std::chrono::milliseconds timeout)
+    : scontrol_(std::move(scontrol)), timeout_(timeout), caller_(timeout) {}
+
+template <class T>
+SlurmResult<T> SlurmApiClient::call(const std::string& what, std::function<SlurmResult<T>()> fn) {
+  auto r = caller_.run<SlurmResult<T>>(what, [fn = std::move(fn)] {
+    init_libslurm();
+    return fn();
+  });
+  if (!r) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, r.error()));
+  return std::move(*r);
+}
+
+SlurmResult<NodeInfo> SlurmApiClient::node(const std::string& name) {
+  const std::string what = "load node " + name;
+  return call<NodeInfo>(what, [name, what]() -> SlurmResult<NodeInfo> {
+    NodeTable t;
+    if (slurm_load_node_single(&t.nodes, c_str(name), SHOW_ALL) != SLURM_SUCCESS)
+      return std::unexpected(slurm_error(what, last_error()));
+    if (t.nodes == nullptr || t.nodes->record_count == 0 || t.nodes->node_array[0].name == nullptr)
+      return std::unexpected(SlurmError(SlurmError::Kind::gone, what + ": Slurm has no node of that name",
+                                        ESLURM_INVALID_NODE_NAME));
+    if (auto p = load_partitions_into(t, what); !p) return std::unexpected(p.error());
+    return to_node_info(t.nodes->node_array[0]);
+  });
+}
+
+SlurmResult<std::vector<NodeInfo>> SlurmApiClient::partition_nodes(const std::string& partition) {
+  const std::string what = "load the nodes of partition " + partition;
+  return call<std::vector<NodeInfo>>(what, [partition, what]() -> SlurmResult<std::vector<NodeInfo>> {
+    NodeTable t;
+    if (slurm_load_node(0, &t.nodes, SHOW_ALL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
+    if (auto p = load_partitions_into(t, what); !p) return std::unexpected(p.error());
+    std::vector<NodeInfo> out;
+    for (std::uint32_t i = 0; i < t.nodes->record_count; ++i) {
+      if (t.nodes->node_array[i].name == nullptr) continue;  // a hole in the node table (FUTURE/cloud)
+      auto n = to_node_info(t.nodes->node_array[i]);
+      for (const auto& p : n.partitions)
+        if (p == partition) {
+          out.push_back(std::move(n));
+          break;
+        }
+    }
+    return out;
+  });
+}
+
+SlurmResult<JobInfo> SlurmApiClient::job(std::uint32_t job_id) {
+  const std::string what = "load job " + std::to_string(job_id);
+  return call<JobInfo>(what, [job_id, what]() -> SlurmResult<JobInfo> {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
+    SlurmResult<JobInfo> r = std::unexpected(SlurmError(SlurmError::Kind::gone, what + ": no such job", ESLURM_INVALID_JOB_ID));
+    // A job array or het job answers several records; healthd asks for plain job ids.
+    for (std::uint32_t i = 0; msg && i < msg->record_count; ++i)
+      if (msg->job_array[i].job_id == job_id) {
+        r = to_job_info(msg->job_array[i]);
+        break;
+      }
+    slurm_free_job_info_msg(msg);
+    return r;
+  });
+}
+
+namespace {
+
+SlurmResult<void> update_node(const std::string& what, const std::string& node, std::uint32_t state,
+                              const std::string* reason) {
+  update_node_msg_t msg;
+  slurm_init_update_node_msg(&msg);
+  msg.node_names = c_str(node);
+  msg.node_state = state;
+  if (reason) {
+    msg.reason = c_str(*reason);
+    msg.reason_uid = getuid();
+  }
+  return checked(what, slurm_update_node(&msg));
+}
+
+}  // namespace
+
+SlurmResult<void> SlurmApiClient::drain(const std::string& node, const std::string& reason) {
+  const std::string what = "drain node " + node;
+  return call<void>(what, [=] { return update_node(what, node, NODE_STATE_DRAIN, &reason); });
+}
+
+SlurmResult<void> SlurmApiClient::resume(const std::string& node) {
+  const std::string what = "resume node " + node;
+  return call<void>(what, [=] { return update_node(what, node, NODE_RESUME, nullptr); });
+}
+
+SlurmResult<void> SlurmApiClient::set_reason(const std::string& node, const std::string& reason) {
+  const std::string what = "set the reason of node " + node;
+  return call<void>(what, [=] { return update_node(what, node, NO_VAL, &reason); });
+}
+
+SlurmResult<void> SlurmApiClient::reboot(const std::string& node, const std::string& reason) {
+  // No reboot call in libslurm 22.05 (see the header): scontrol, whose exit status is all that is read.
+  const std::string what = "scontrol reboot ASAP nextstate=RESUME " + node;
+  auto r = run_process({scontrol_, "reboot", "ASAP", "nextstate=RESUME", "reason=" + reason, node}, timeout_);
+  if (!r) return std::unexpected(SlurmError(what + ": " + r.error()));
+  if (r->timed_out)
+    return std::unexpected(SlurmError(SlurmError::Kind::not_answering,
+                                      what + ": Slurm did not answer within " + std::to_string(timeout_.count()) + " ms"));
+  if (r->exit_code != 0) {
+    std::string err = r->err.empty() ? r->out : r->err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    return std::unexpected(SlurmError(what + ": " + (err.empty() ? "exit " + std::to_string(r->exit_code) : err)));
+  }
+  return {};
+}
+
+SlurmResult<void> SlurmApiClient::requeue(std::uint32_t job_id) {
+  const std::string what = "requeue job " + std::to_string(job_id);
+  return call<void>(what, [=] { return checked(what, slurm_requeue(job_id, 0)); });
+}
+
+SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpdate& u) {
+  const std::string what = "update job " + std::to_string(job_id);
+  return call<void>(what, [=] {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = job_id;
+    // 0 would mean "no change"; a time past is replaced by slurmctld's own now.
+    if (u.begin) d.begin_time = *u.begin > 0 ? *u.begin : 1;
+    if (u.priority) d.priority = *u.priority;
+    if (u.reset_priority) d.priority = INFINITE;
+    if (u.admin_comment) d.admin_comment = c_str(*u.admin_comment);
+    return checked(what, slurm_update_job(&d));
+  });
+}
+
+SlurmResult<void> SlurmApiClient::cancel(std::uint32_t job_id) {
+  const std::string what = "cancel job " + std::to_string(job_id);
+  return call<void>(what, [=] { return checked(what, slurm_kill_job(job_id, SIGKILL, 0)); });
+}
+
+SlurmResult<void> SlurmApiClient::signal_job(std::uint32_t job_id, const std::string& signal) {
+  const int sig = signal_number(signal);
+  const std::string what = "signal job " + std::to_string(job_id) + " with SIG" + signal;
+  if (sig == 0) return std::unexpected(SlurmError(what + ": not a signal healthd sends"));
+  // The steps' tasks, then the batch shell alone: every process of the job sees it once. (Signalling
+  // the batch shell's whole tree would reach srun too, which forwards it: the tasks would get it twice.)
+  return call<void>(what, [=]() -> SlurmResult<void> {
+    if (auto r = checked(what + " (steps)", slurm_kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_STEPS_ONLY)); !r)
+      return r;
+    return checked(what + " (batch script)", slurm_kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_JOB_BATCH));
+  });
+}
+
+}  // namespace ar::healthd
