@@ -4,9 +4,14 @@
 # one node's kernel log) to the node drained, to the job requeued, to the job running again, for
 #   hung:    the step keeps running on the dead GPU (nothing exits; healthd acts on the log event)
 #   failing: the step's tasks exit 7 the moment the fault is written (the task-exit path races the event)
-# BENCH_RUNS runs of each (default 5): median and worst. Baseline in the same run: the same job requeued
-# with plain `scontrol requeue` (Slurm holds it for AuthInfo cred_expire, 120 s by default), to running
-# again; BENCH_BASELINE_RUNS runs (default 1, 0 skips it).
+# BENCH_RUNS runs of each (default 10): median, p95 and worst. Each under two scheduler settings
+# (BENCH_SCHED, default "tuned stock"), each on a cluster of its own:
+#   tuned: SchedulerParameters=batch_sched_delay=0,sched_interval=2,bf_interval=1 (the test cluster's)
+#   stock: no SchedulerParameters line: Slurm's defaults (batch_sched_delay=3, sched_interval=60,
+#          bf_interval=30)
+# Baseline in the same run: the same job requeued with plain `scontrol requeue` (Slurm holds it for
+# AuthInfo cred_expire, 120 s by default), to running again; BENCH_BASELINE_RUNS runs (default 1, 0
+# skips it), on the first cluster.
 #
 # Times are seen from outside, as a user sees them: `scontrol show job` and `sinfo` polled in a loop
 # (its period is printed: it is the resolution). healthd's own timeline (`healthctl explain`) gives the
@@ -21,12 +26,12 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 dir=${1:-/tmp/ar-bench-rec}
-runs=${BENCH_RUNS:-5}
+runs=${BENCH_RUNS:-10}
+scheds=${BENCH_SCHED:-tuned stock}
 baseline_runs=${BENCH_BASELINE_RUNS:-1}
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
 
-bench_say "recovery: starting a 3-node cluster in $dir"
 mkdir -p "$dir"
 rm -rf "$dir/host" "$dir/work" "$dir/etc/healthd.toml"
 for node in n1 n2 n3; do mkdir -p "$dir/host/$node/var/log" && : >"$dir/host/$node/var/log/kern.log"; done
@@ -45,7 +50,16 @@ hold_s = 2
 TOML
 export AR_PLUGIN=$PLUGIN AR_HEALTHD=$HEALTHD AR_HEALTHD_CONFIG=$dir/healthd.toml
 trap 'cluster_down "$dir"' EXIT
-cluster_up "$dir" || bench_die "the cluster did not start"
+
+# start_cluster SCHED: (re)starts the cluster with those scheduler settings.
+start_cluster() {
+  cluster_down "$dir"
+  rm -f "$dir/etc/healthd.toml"
+  if [ "$1" = stock ]; then export AR_SCHED_PARAMS=stock; else unset AR_SCHED_PARAMS; fi
+  bench_say "recovery: starting a 3-node cluster in $dir ($1 scheduler settings)"
+  cluster_up "$dir" || bench_die "the cluster did not start"
+  scontrol show config | grep -E '^SchedulerParameters' | sed 's/^/  /'
+}
 
 xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }
 hctl() { "$HEALTHCTL" --socket "$dir/run/healthd-$1.sock" "${@:2}"; }
@@ -105,8 +119,12 @@ for e in d.get("timeline", []):
 print(" ".join("%.3f" % out[k] if k in out else "-" for k in ("fault seen", "requeued", "hold released")))' "$3" 2>/dev/null || echo "- - -"
 }
 
+first=""
+for sched in $scheds; do
+start_cluster "$sched"
+first=${first:-$sched}
 for kind in hung failing; do
-  : >"$dir/work/$kind.tsv"
+  : >"$dir/work/$sched-$kind.tsv"
   for ((i = 1; i <= runs; i++)); do
     cluster_reset || bench_die "the cluster did not come back to idle (see $dir/log)"
     submit "$kind" --auto-resume=1
@@ -119,12 +137,13 @@ for kind in hung failing; do
     [ "$kind" = failing ] && touch "$SUBMIT_GO"
     watch "$job" "$victim" "$t0" 60
     read -r seen requeue_issued released <<<"$(daemon_view "$job" "$victim" "$t0")"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$DRAINED" "$REQUEUED" "$RUNNING" "$seen" "$requeue_issued" "$POLL_MS" >>"$dir/work/$kind.tsv"
-    printf '  %-7s run %d: job %s on %s: drained %s s, requeued %s s, running again %s s (healthd: fault seen %s s, requeue issued %s s, hold released %s s; poll %s ms)\n' \
-      "$kind" "$i" "$job" "$victim" "$DRAINED" "$REQUEUED" "$RUNNING" "$seen" "$requeue_issued" "$released" "$POLL_MS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$DRAINED" "$REQUEUED" "$RUNNING" "$seen" "$requeue_issued" "$POLL_MS" >>"$dir/work/$sched-$kind.tsv"
+    printf '  %-5s %-7s run %d: job %s on %s: drained %s s, requeued %s s, running again %s s (healthd: fault seen %s s, requeue issued %s s, hold released %s s; poll %s ms)\n' \
+      "$sched" "$kind" "$i" "$job" "$victim" "$DRAINED" "$REQUEUED" "$RUNNING" "$seen" "$requeue_issued" "$released" "$POLL_MS"
   done
 done
 
+[ "$sched" = "$first" ] || continue
 : >"$dir/work/baseline.tsv"
 for ((i = 1; i <= baseline_runs; i++)); do
   cluster_reset || bench_die "the cluster did not come back to idle"
@@ -138,6 +157,7 @@ for ((i = 1; i <= baseline_runs; i++)); do
   printf '  plain scontrol requeue run %d: job %s running again after %s s\n' "$i" "$job" "$RUNNING"
 done
 scancel --user=root 2>/dev/null || true
+done
 
 # col FILE N: column N of FILE, without the runs where it was not seen
 col() { cut -f"$2" "$1" | grep -v '^-$' || true; }
@@ -151,13 +171,24 @@ mw() {  # "median/worst s" of column N of FILE (and the count when some runs mis
   [ "$n" = "$total" ] || printf ' (%d of %d runs)' "$n" "$total"
 }
 
+# pcts FILE N: "p50/p95/worst s" of column N of FILE
+pcts() {
+  local vals
+  vals=$(col "$1" "$2")
+  [ -n "$vals" ] || { echo "not seen"; return; }
+  printf '%s/%s/%s s' "$(fmt "$(stat_pct 50 <<<"$vals")" 2)" "$(fmt "$(stat_pct 95 <<<"$vals")" 2)" "$(fmt "$(stat_max <<<"$vals")" 2)"
+}
+
 base="not measured (BENCH_BASELINE_RUNS=0)"
 if [ -s "$dir/work/baseline.tsv" ]; then base="$(mw "$dir/work/baseline.tsv" 1) plain requeue"; fi
-bench_say "recovery figures ($runs runs each, median/worst; seconds after the fault)"
-for kind in hung failing; do
-  tsv=$dir/work/$kind.tsv
-  poll="poll period $(col "$tsv" 6 | stat_median) ms"
-  emit recovery "$kind step: fault -> node drained" "$(mw "$tsv" 1)" "no drain without a health check" "-" "$poll"
-  emit recovery "$kind step: fault -> job requeued" "$(mw "$tsv" 2)" "-" "-" "healthd issued the requeue at $(mw "$tsv" 5)"
-  emit recovery "$kind step: fault -> running again" "$(mw "$tsv" 3)" "$base" "< 5 s" "healthd saw the fault at $(mw "$tsv" 4)"
+bench_say "recovery figures ($runs runs each, median/worst, running again p50/p95/worst; seconds after the fault)"
+for sched in $scheds; do
+  for kind in hung failing; do
+    tsv=$dir/work/$sched-$kind.tsv
+    poll="poll period $(col "$tsv" 6 | stat_median) ms"
+    emit recovery "$sched sched, $kind step: fault -> node drained" "$(mw "$tsv" 1)" "no drain without a health check" "-" "$poll"
+    emit recovery "$sched sched, $kind step: fault -> job requeued" "$(mw "$tsv" 2)" "-" "-" "healthd issued the requeue at $(mw "$tsv" 5)"
+    emit recovery "$sched sched, $kind step: fault -> running again, p50/p95/worst" "$(pcts "$tsv" 3)" "$base" "p95 < 2 s" \
+      "healthd saw the fault at $(mw "$tsv" 4); $(wc -l <"$tsv") incidents"
+  done
 done

@@ -30,6 +30,7 @@ std::string format_status(const nlohmann::json& d) {
     out << fmt::format("actions:      {} pending\n", node.value("pending_actions", 0));
     if (node.contains("drain_withheld")) out << fmt::format("withheld:     {}\n", node.value("drain_withheld", ""));
     if (node.contains("admin_override")) out << fmt::format("override:     {}\n", node.value("admin_override", ""));
+    if (node.contains("slurm")) out << fmt::format("slurm:        {}\n", node.value("slurm", ""));
     if (!node.value("journal_written", true))
       out << "journal:      NOT WRITTEN (state filesystem full or read-only?): no action is carried out until it is\n";
   }

@@ -36,6 +36,8 @@
 #   AR_START_TIMEOUT   seconds to wait for all nodes to become idle (default 60)
 #   AR_SLURM_DEBUG     SlurmctldDebug/SlurmdDebug level (default info)
 #   AR_NODES           number of nodes (default 3, names n1..nN)
+#   AR_SCHED_PARAMS    slurm.conf SchedulerParameters (default: the tuned
+#                      batch_sched_delay=0,sched_interval=2,bf_interval=1; "stock" = no line: Slurm's own)
 #   AR_KEEP_ON_FAILURE =1: a failed start leaves its daemons running for inspection
 #
 # Environment read by `start-healthd` and `restart-healthd` (one daemon, this start only):
@@ -405,6 +407,13 @@ reboot_program_line() {
   if [ -n "$prog" ]; then printf 'RebootProgram=%s\nResumeTimeout=120\n' "$prog"; fi
 }
 
+# The tuned scheduler settings (a queued scheduling pass every second, see docs in README "Slurm
+# settings that matter"), or none at all: AR_SCHED_PARAMS=stock measures Slurm's defaults.
+sched_params_line() {
+  local p="${AR_SCHED_PARAMS:-batch_sched_delay=0,sched_interval=2,bf_interval=1}"
+  if [ "$p" != stock ]; then printf 'SchedulerParameters=%s\n' "$p"; fi
+}
+
 write_slurm_conf() {
   local -a ports
   local nnodes auth i debug="${AR_SLURM_DEBUG:-info}"
@@ -444,7 +453,7 @@ MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_interval=2,bf_interval=1
+$(sched_params_line)
 # Nodes are declared with fewer resources than a test machine may have; never drain for that.
 SlurmdParameters=config_overrides
 

@@ -51,7 +51,7 @@ second_node() { job_nodes "$1" | tail -1; }
   grep -q "result=OK" "$WORK/result"
   grep -q "attempt 1 AUTO_RESUME_ATTEMPT=2 last=GPU-XID-48@$victim" "$WORK/job.out"
   grep -Eq "train: attempt 1: starting at step [1-9][0-9]* from $WORK/ckpt/step-" "$WORK/job.out"
-  [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: GPU-XID-48 on $victim"* ]]
+  [[ "$(job_admin_comment "$job")" == "auto-resume: attempt 1 ended: GPU-XID-48 on $victim"* ]]
   # the timeline on the faulty node tells the story in order
   run healthctl_on "$victim" explain "$job"
   [ "$status" -eq 0 ]
@@ -114,7 +114,7 @@ second_node() { job_nodes "$1" | tail -1; }
   wait_until 30 job_running_attempt "$job" 1
   second=$(second_node "$job")
   inject_fault "$second" "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
-  wait_until 30 bash -c "scontrol show job $job -o | grep -q 'Comment=auto-resume: not resumed: the cap of 1 resumes is reached'"
+  wait_until 30 bash -c "scontrol show job $job -o | grep -q 'AdminComment=auto-resume: not resumed: the cap of 1 resumes is reached'"
   # the job, hung on the second faulty node, ends instead of holding its nodes forever
   wait_until 30 job_finished "$job"
   [ "$(job_state "$job")" = CANCELLED ]
@@ -135,7 +135,7 @@ second_node() { job_nodes "$1" | tail -1; }
   inject_fault "$victim" "$(xid48)"
   wait_until 30 job_finished "$job"
   [ "$(job_restarts "$job")" = 0 ]
-  [[ "$(job_comment "$job")" == "auto-resume: not resumed: the cap of 0 resumes is reached"* ]]
+  [[ "$(job_admin_comment "$job")" == "auto-resume: not resumed: the cap of 0 resumes is reached"* ]]
 }
 
 @test "an admin's drain is never undone by healthd; its own drains are" {

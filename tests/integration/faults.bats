@@ -6,9 +6,10 @@
 # requeue, Slurm's ~120 s requeue hold released (the job RUNNING again within seconds, off the faulty
 # node), the job's comment naming the attempt, and the node given back once it checks healthy.
 #
-# The exact points come from kill_at_call.sh, which stands in for scontrol/squeue/scancel of every
-# node's healthd (the daemons run with a copy of the cluster's config whose [slurm] scontrol points at
-# it) and SIGKILLs the daemon just before its Nth Slurm call or just after that call returned.
+# The exact points come from libkill-at-call.so (tests/fakes), preloaded into every node's healthd
+# between it and libslurm, and from kill_at_call.sh, which stands in for the one forked command left
+# (scontrol reboot; the daemons run with a copy of the cluster's config whose [slurm] scontrol points
+# at it). Both SIGKILL the daemon just before its Nth Slurm call or just after that call returned.
 
 load helpers
 
@@ -42,7 +43,14 @@ open(dst, 'w').write(text)
 EOF
 }
 
-start_wrapped_healthd() { AR_HEALTHD_NODE_CONFIG="$WRAP/healthd.toml" cluster start-healthd "$1"; }
+# healthd reaches Slurm through libslurm: libkill-at-call.so, preloaded, stands between the two and
+# counts, kills and stops exactly as kill_at_call.sh does for a forked scontrol (reboot), sharing its
+# files, so one count covers both.
+start_wrapped_healthd() {
+  AR_HEALTHD_NODE_CONFIG="$WRAP/healthd.toml" \
+    AR_HEALTHD_ENV="${AR_HEALTHD_ENV:-} LD_PRELOAD=${AR_KILL_AT_CALL_LIB} AR_KILL_AT_CALL_DIR=$WRAP" \
+    cluster start-healthd "$1"
+}
 
 healthd_pid() { tr -dc '0-9' <"${AR_CLUSTER_DIR}/run/healthd-$1.pid" 2>/dev/null; }
 
@@ -65,7 +73,7 @@ arm() {
 }
 calls_made() { cat "$WRAP/$1/count" 2>/dev/null || echo 0; }
 made_a_call() { [ "$(calls_made "$1")" -ge 1 ]; }
-# call_text NODE N: "scontrol requeue 12", the Nth call since arm.
+# call_text NODE N: "requeue 12", the Nth call since arm.
 call_text() { awk -v n="$2" '$2 == n { $1 = ""; $2 = ""; sub(/^  /, ""); print; exit }' "$WRAP/$1/calls.log"; }
 
 setup_file() {
@@ -156,8 +164,8 @@ promises_kept() {
     fi
   fi
   local want="auto-resume: attempt 1 ended: GPU-XID-48 on $victim"
-  if ! wait_until "$comment_wait" bash -c "[[ \"\$(scontrol show job $job -o)\" == *'Comment=$want'* ]]" 2>/dev/null; then
-    fail "job $job: comment not set to '$want...' (waited $comment_wait s): Comment=$(job_comment "$job")"
+  if ! wait_until "$comment_wait" bash -c "[[ \"\$(scontrol show job $job -o)\" == *'AdminComment=$want'* ]]" 2>/dev/null; then
+    fail "job $job: admin comment not set to '$want...' (waited $comment_wait s): AdminComment=$(job_admin_comment "$job")"
     broken=1
   fi
   local log requeues
@@ -266,7 +274,7 @@ baseline_call() {
   fi
   awk -v re="$1" '$0 ~ re { print $2; exit }' "$base"
 }
-# The call that releases the hold ("scontrol update jobid=J starttime=...").
+# The call that releases the hold ("update_job jobid=J starttime=...").
 release_call() { baseline_call ' starttime='; }
 
 # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,9 @@ wait_until() {
   done
 }
 
-job_state() { scontrol show job "$1" -o 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+# scontrol's text does not escape free text (a --comment holding "JobState=PENDING Restarts=9"): the
+# first match of a key is Slurm's own field, which comes before Comment= on the line.
+job_state() { scontrol show job "$1" -o 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -1 | cut -d= -f2; }
 job_finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) return 0;; *) return 1;; esac; }
 
 # submit ARGS...: sbatch --parsable, prints the job id.
@@ -58,9 +60,13 @@ xid48() { echo "NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorr
 node_state() { sinfo -h -n "$1" -o '%T'; }
 node_reason() { scontrol show node "$1" -o | grep -o 'Reason=.*' | sed 's/ \[[^]]*\]$//; s/^Reason=//'; }
 node_idle() { [ "$(node_state "$1")" = idle ]; }
-job_restarts() { scontrol show job "$1" -o | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
-job_nodes() { scontrol show hostnames "$(scontrol show job "$1" -o | grep -o ' NodeList=[^ ]*' | cut -d= -f2)"; }
-job_comment() { scontrol show job "$1" -o | grep -o 'Comment=.*' | sed 's/^Comment=//; s/ [A-Z][A-Za-z]*=.*$//'; }
+job_restarts() { scontrol show job "$1" -o | grep -o ' Restarts=[0-9]*' | head -1 | cut -d= -f2; }
+job_nodes() { scontrol show hostnames "$(scontrol show job "$1" -o | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)"; }
+# healthd's line in the job's admin comment (AdminComment=, its own line of scontrol's long form).
+job_admin_comment() { scontrol show job "$1" | sed -n 's/^   AdminComment=//p' | sed 's/ *$//'; }
+# The user's own --comment, as squeue prints it (one field, nothing else on the line).
+job_user_comment() { squeue -h -t all -j "$1" -o '%k'; }
+job_priority() { squeue -h -t all -j "$1" -o '%Q'; }
 # job_not_on JOB NODE: the job's allocation does not include NODE. A function, because a bare
 # "! cmd" line never fails a bats test (errexit ignores negated commands).
 job_not_on() { ! job_nodes "$1" | grep -qx "$2"; }
@@ -75,6 +81,7 @@ reset_cluster() {
     wait_until 60 bash -c "scontrol ping | grep -q UP"
   fi
   scancel --user=root 2>/dev/null || true
+  scancel --user=nobody 2>/dev/null || true  # another user's queue (slurm_api.bats)
   wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
   local node
   for node in n1 n2 n3; do

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# kill_at_call.sh: stands in for scontrol, squeue and scancel (linked under those names into
-# WRAP/bin/) for healthd on the test cluster, so that faults.bats can SIGKILL the daemon at an exact
-# point of an incident: just before its Nth Slurm call, or just after that call returned.
-#
-# healthd runs the siblings of its configured `scontrol` (faults.bats points [slurm] scontrol at
-# WRAP/bin/scontrol). Per node, under WRAP/NODE/ (the node is the `--node` of the calling daemon):
+# kill_at_call.sh: stands in for scontrol (linked under that name into WRAP/bin/) for healthd on the
+# test cluster, so that faults.bats can SIGKILL the daemon at an exact point of an incident: just
+# before its Nth Slurm call, or just after that call returned. healthd forks scontrol only for
+# `scontrol reboot` (faults.bats points [slurm] scontrol at WRAP/bin/scontrol); its libslurm calls
+# go through tests/fakes/libkill-at-call.so, which keeps the same files and the same count.
+# Per node, under WRAP/NODE/ (the node is the `--node` of the calling daemon):
 #   count      calls so far (the test resets it to 0)
 #   calls.log  one line per call: epoch seconds, call number, command and its arguments
 #   kill-at    "N before" or "N after", written by the test; consumed when it fires

@@ -84,7 +84,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   drained "$victim"
   [ "$(node_reason "$victim")" = "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors)" ]
   job_not_on "$job" "$victim"
-  [[ "$(job_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
+  [[ "$(job_admin_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
   # the driver reloaded (the counters start from zero): the node returns
   neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0
   wait_until 30 node_idle "$victim"

@@ -24,3 +24,12 @@ TEST(HealthctlFormat, StatusNamesNode) {
   auto out = ar::healthctl::format_status(json{{"node", "n3"}, {"version", "0.1"}, {"checks", json::array()}});
   EXPECT_NE(out.find("n3"), std::string::npos);
 }
+
+TEST(HealthctlFormat, StatusSaysWhenSlurmIsNotReady) {
+  auto health = json{{"node", {{"faulty", false}, {"pending_actions", 1},
+                               {"slurm", "slurmctld knows no node 'gpu-typo': set [daemon] node_name"}}}};
+  auto out = ar::healthctl::format_status(json{{"node", "gpu-typo"}, {"health", health}});
+  EXPECT_NE(out.find("slurm:        slurmctld knows no node 'gpu-typo': set [daemon] node_name"), std::string::npos) << out;
+  auto ready = ar::healthctl::format_status(json{{"node", "n1"}, {"health", {{"node", {{"faulty", false}}}}}});
+  EXPECT_EQ(ready.find("slurm:"), std::string::npos);
+}
