@@ -1,10 +1,14 @@
 #include "slurm_api_client.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
@@ -15,10 +19,30 @@
 namespace ar::healthd {
 namespace {
 
-// libslurm reads slurm.conf (SLURM_CONF, else its built-in path) once per process.
-void init_libslurm() {
-  static std::once_flag once;
-  std::call_once(once, [] { slurm_init(nullptr); });
+// Where libslurm would find slurm.conf, in its own order (read_config.c, _establish_config_source):
+// SLURM_CONF, the built-in path, slurmd's configless cache. Empty when none exists.
+std::string slurm_conf_source() {
+  if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env != '\0')
+    return access(env, R_OK) == 0 ? std::string(env) : std::string();
+  for (const char* path : {"/etc/slurm/slurm.conf", "/run/slurm/conf/slurm.conf"})
+    if (access(path, R_OK) == 0) return path;
+  return {};
+}
+
+// libslurm reads slurm.conf once per process. Without one it would end the process (its config loader
+// calls fatal()), so healthd looks first and answers "not answering" until a file is there.
+std::optional<SlurmError> init_libslurm() {
+  static std::mutex m;  // one client per daemon, but a process may hold more (the benchmark)
+  static bool done = false;
+  std::lock_guard lock(m);
+  if (done) return std::nullopt;
+  if (slurm_conf_source().empty())
+    return SlurmError(SlurmError::Kind::not_answering,
+                      "no slurm.conf to find slurmctld with (SLURM_CONF unset or unreadable, no /etc/slurm/slurm.conf, "
+                      "no configless cache in /run/slurm/conf)");
+  slurm_init(nullptr);
+  done = true;
+  return std::nullopt;
 }
 
 int last_error() {
@@ -92,12 +116,16 @@ SlurmError slurm_error(const std::string& what, int code) {
 }
 
 SlurmApiClient::SlurmApiClient(std::string scontrol, std::chrono::milliseconds timeout)
-    : scontrol_(std::move(scontrol)), timeout_(timeout), caller_(timeout) {}
+    : scontrol_(std::move(scontrol)), timeout_(timeout), caller_(timeout) {
+  // libslurm's first initialisation sets SLURM_CONF in the environment (setenv): done now, while the
+  // daemon has few threads, rather than beside one that reads the environment.
+  (void)caller_.run<bool>("initialise libslurm", [] { return !init_libslurm().has_value(); });
+}
 
 template <class T>
 SlurmResult<T> SlurmApiClient::call(const std::string& what, std::function<SlurmResult<T>()> fn) {
-  auto r = caller_.run<SlurmResult<T>>(what, [fn = std::move(fn)] {
-    init_libslurm();
+  auto r = caller_.run<SlurmResult<T>>(what, [fn = std::move(fn), what]() -> SlurmResult<T> {
+    if (auto missing = init_libslurm()) return std::unexpected(SlurmError(missing->kind, what + ": " + missing->message));
     return fn();
   });
   if (!r) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, r.error()));

@@ -857,3 +857,18 @@ TEST(Responder, AnAdminsDrainReasonHoldingStateWordsIsTheirs) {
   for (int i = 0; i < 6; ++i) f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);  // never resumes an admin's drain
 }
+
+// Issue 11: text healthd itself put in a drain reason (from a kernel-log line or a script's output)
+// cannot make its own drain look like someone else's: it is given back as usual.
+TEST(Responder, ItsOwnDrainReasonHoldingForgedFieldsIsStillItsOwn) {
+  Fixture f;
+  CheckResult forged = kernel_log_result(true);
+  forged.message = "Reason=forged State=RESUME Partitions=none";
+  f.responder->on_sweep({forged}, {{7, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  f.now += 1s;
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: Reason=forged State=RESUME Partitions=none");
+  for (int i = 0; i < 8; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}

@@ -102,3 +102,23 @@ TEST(AdminComment, OnlyTheAutoResumeLineIsReplaced) {
   EXPECT_EQ(last->message, "a b");
   EXPECT_EQ(ar::auto_resume_line("ticket: auto-resume: attempt 1 ended: X on n1"), "");
 }
+
+// libslurm's config loader ends the process (fatal()) when it finds no slurm.conf: the client looks
+// first, and a node without one gets "not answering" (retried), never a dead daemon.
+TEST(SlurmApiClient, NoSlurmConfIsNotAnsweringNotACrash) {
+  const char* old = std::getenv("SLURM_CONF");
+  const std::string saved = old ? old : "";
+  setenv("SLURM_CONF", "/nonexistent/slurm.conf", 1);
+  {
+    SlurmApiClient client("/usr/bin/scontrol", std::chrono::seconds(2));
+    auto n = client.node("n1");
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error().kind, SlurmError::Kind::not_answering);
+    EXPECT_NE(n.error().message.find("load node n1: no slurm.conf"), std::string::npos) << n.error().message;
+    auto j = client.job(7);
+    ASSERT_FALSE(j);
+    EXPECT_EQ(j.error().kind, SlurmError::Kind::not_answering);
+  }
+  if (old) setenv("SLURM_CONF", saved.c_str(), 1);
+  else unsetenv("SLURM_CONF");
+}
