@@ -72,6 +72,7 @@ submit() {
   [ "$kind" = failing ] && step="bash -c 'while [ ! -e $go ]; do sleep 0.02; done; exit 7'"
   SUBMIT_GO=$go
   SUBMIT_JOB=$(sbatch --parsable -N2 -o /dev/null "$@" --wrap "
+    touch $dir/work/started-\$SLURM_JOB_ID-\${SLURM_RESTART_COUNT:-0}
     if [ \"\${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then exec sleep 600; fi
     srun -N2 $step" | cut -d';' -f1)
 }
@@ -136,6 +137,9 @@ for kind in hung failing; do
     xid79 >>"$dir/host/$victim/var/log/kern.log"
     [ "$kind" = failing ] && touch "$SUBMIT_GO"
     watch "$job" "$victim" "$t0" 60
+    # Not cancelled (by the next run's reset) before its restarted script runs: a job cancelled a
+    # moment after its launch has kept its batch node COMPLETING for a minute in Slurm 22.05.
+    wait_for 10 test -e "$dir/work/started-$job-1" || true
     read -r seen requeue_issued released <<<"$(daemon_view "$job" "$victim" "$t0")"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$DRAINED" "$REQUEUED" "$RUNNING" "$seen" "$requeue_issued" "$POLL_MS" >>"$dir/work/$sched-$kind.tsv"
     printf '  %-5s %-7s run %d: job %s on %s: drained %s s, requeued %s s, running again %s s (healthd: fault seen %s s, requeue issued %s s, hold released %s s; poll %s ms)\n' \

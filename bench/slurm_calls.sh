@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One Slurm action's cost through the C API (what healthd runs) against the forked scontrol it
 # replaced, in one run on the local real cluster (no healthd, no plugin: nothing else touches the
-# node or the job): drain + resume of a node, and requeue + wait for PENDING + hold release of a
-# running batch job. BENCH_SLURM_ROUNDS rounds (default 20), API and fork alternating.
+# node or the job): drain + resume of a node, and requeue, then (once the job is PENDING) read +
+# hold release of a running batch job; Slurm's own wait in between is not timed. BENCH_SLURM_ROUNDS rounds (default 20), API and fork alternating.
 #
 # usage: bench/slurm_calls.sh [DIR]
 set -euo pipefail
@@ -29,7 +29,7 @@ bench_say "slurm call figures ($rounds rounds each, API and fork alternating)"
 for action in drain_resume requeue_release; do
   case $action in
     drain_resume) label="drain + resume a node" ;;
-    requeue_release) label="requeue + wait PENDING + release the hold" ;;
+    requeue_release) label="requeue, then read + release the hold" ;;
   esac
   emit slurm "$label, through libslurm, median/p95" "$(get "${action}_api" 2)/$(get "${action}_api" 3) ms" \
     "$(get "${action}_fork" 2)/$(get "${action}_fork" 3) ms (forked scontrol)" "-" \

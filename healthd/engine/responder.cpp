@@ -540,11 +540,13 @@ std::expected<bool, std::string> Responder::requeue_release(const JournalEntry& 
     return std::unexpected("releasing the requeue hold: " + r.error().message);
   }
   // slurmctld schedules an updated job in its next queued pass, and skips it there while that begin
-  // second has not come. Nothing would queue another pass until the periodic ones (backfill every
-  // 30 s, the full pass every 60 s by default): so, once the second has passed, the job is updated
-  // again (the same begin time), which queues one more pass.
+  // second has not come; nothing else would queue another pass until the periodic ones (backfill
+  // every 30 s, the full pass every 60 s by default). So just after the begin second the job is
+  // updated again with the same begin time, which queues one more pass: while Slurm still gives
+  // BeginTime as its reason, once at begin + 0.1 s and at most twice more a second apart (this
+  // node's clock may run ahead of slurmctld's).
   nudges_.push_back({e.job_id, e.restart_count + 1, begin,
-                     std::chrono::system_clock::from_time_t(begin) + std::chrono::milliseconds(1100)});
+                     std::chrono::system_clock::from_time_t(begin) + std::chrono::milliseconds(100), 3});
   timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold released",
                               std::string("eligible from slurmctld's next second") +
                                   (raise ? "; top priority until it runs (requeue_priority = \"top\")" : "")});
@@ -562,16 +564,18 @@ void Responder::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now
 
 void Responder::follow_requeued(WallTime now) {
   // The scheduler nudges first (see requeue_release): one update each, of a job still waiting.
-  std::erase_if(nudges_, [&](const Nudge& n) {
+  std::erase_if(nudges_, [&](Nudge& n) {
     if (now < n.at) return false;
     auto job = slurm_.job(n.job_id);
-    if (job && job->restart_count == n.restart_count && job->state == "PENDING") {
-      JobUpdate u;
-      u.begin = n.begin;
-      if (auto r = slurm_.update_job(n.job_id, u); !r)
-        spdlog::debug("job {}: asking slurmctld to schedule it again: {}", n.job_id, r.error().message);
-    }
-    return true;
+    if (!job) return gone(job.error()) || --n.left <= 0;
+    // Any other reason (Priority, Resources): slurmctld has judged it eligible; the queue does the rest.
+    if (job->restart_count != n.restart_count || job->state != "PENDING" || job->reason != "BeginTime") return true;
+    JobUpdate u;
+    u.begin = n.begin;
+    if (auto r = slurm_.update_job(n.job_id, u); !r)
+      spdlog::debug("job {}: asking slurmctld to schedule it again: {}", n.job_id, r.error().message);
+    n.at = now + std::chrono::seconds(1);
+    return --n.left <= 0;
   });
   std::erase_if(followed_, [&](Followed& f) {
     if (now < f.next_look) return false;

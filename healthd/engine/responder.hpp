@@ -132,6 +132,7 @@ class Responder {
     std::uint32_t restart_count;
     std::time_t begin;  // slurmctld's clock
     WallTime at;
+    int left;           // updates still allowed
   };
 
   std::string node_;

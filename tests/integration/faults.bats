@@ -125,7 +125,14 @@ teardown() {
 
 all_idle() { local n; for n in "${NODES[@]}"; do node_idle "$n" || return 1; done; }
 second_node() { job_nodes "$1" | tail -1; }
-submit_hung() { submit -N2 -o "$WORK/job-%j.out" --auto-resume=1 "$@" --wrap "srun -N2 sleep 600"; }
+# Each attempt's batch script leaves a mark as it starts: a job cancelled within a moment of its
+# launch has been seen to keep its batch node allocated (COMPLETING) for a minute in Slurm 22.05,
+# so an incident cancels its job only once the restarted script runs (script_started).
+submit_hung() {
+  submit -N2 -o "$WORK/job-%j.out" --auto-resume=1 "$@" \
+    --wrap "touch $WORK/started-\$SLURM_JOB_ID-\${SLURM_RESTART_COUNT:-0}; srun -N2 sleep 600"
+}
+script_started() { test -e "$WORK/started-$1-$2"; }
 ctld_log_size() { stat -c %s "$CTLD_LOG"; }
 ctld_log_since() { tail -c +"$(($1 + 1))" "$CTLD_LOG"; }
 job_summary() { scontrol show job "$1" -o 2>&1 | grep -oE '(^| )(JobState|Reason|Restarts|BeginTime|NodeList)=[^ ]*' | tr -d '\n'; }
@@ -248,6 +255,7 @@ incident() {
     start_wrapped_healthd "$victim"
   fi
   promises_kept "$job" "$victim" "$off" || true
+  wait_until 10 script_started "$job" 1 2>/dev/null || true
   scancel "$job"
   # and the node is given back once it passes its checks again (hold 3 s, 3 healthy passes)
   if ! wait_until 40 node_idle "$victim" 2>/dev/null; then
@@ -484,6 +492,7 @@ EOF
   healthctl_on "$SMALL_NODE" ping
   free_state_dir
   promises_kept "$job" "$SMALL_NODE" "$off" 20 || true
+  wait_until 10 script_started "$job" 1 2>/dev/null || true
   scancel "$job"
   if ! wait_until 40 node_idle "$SMALL_NODE" 2>/dev/null; then
     fail "node $SMALL_NODE not given back within 40 s: $(sinfo -h -n "$SMALL_NODE" -o '%T %E')"

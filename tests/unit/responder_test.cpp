@@ -103,6 +103,7 @@ class FakeSlurm : public SlurmClient {
     completing_left[id] = completing_reads;
     jobs[id].restart_count++;
     jobs[id].submit_time = clock;  // slurmctld stamps it when the job leaves COMPLETING
+    jobs[id].reason = "BeginTime";  // Slurm's requeue hold, until a scheduling pass judges it again
     after();
     return {};
   }
@@ -772,14 +773,27 @@ TEST(Responder, RequeuePriorityKeepLeavesThePriorityAlone) {
   for (const auto& c : f.slurm.calls) EXPECT_EQ(c.rfind("priority", 0), std::string::npos) << c;
 }
 
-TEST(Responder, AReleasedJobStillWaitingAfterItsBeginSecondIsScheduledAgainOnce) {
+TEST(Responder, AReleasedJobStillHeldAfterItsBeginSecondIsScheduledAgainAFewTimesAtMost) {
   Fixture f;
   f.slurm.release_starts_job = false;  // the scheduler pass came before the begin second
   f.sweep(true);
   ASSERT_EQ(f.slurm.count("release 7"), 1);
-  for (int i = 0; i < 4; ++i) f.sweep(false);
-  // One more update with the same begin time (it queues a scheduler pass), then no more.
-  EXPECT_EQ(f.slurm.count("release 7"), 2);
+  const auto begin = f.slurm.begins[7];
+  for (int i = 0; i < 10; ++i) f.sweep(false);
+  // Updates with the same begin time (each queues a scheduler pass) while Slurm still says
+  // BeginTime: three, then no more.
+  EXPECT_EQ(f.slurm.count("release 7"), 4);
+  EXPECT_EQ(f.slurm.begins[7], begin);
+}
+
+TEST(Responder, AReleasedJobSlurmJudgedEligibleIsLeftToTheQueue) {
+  Fixture f;
+  f.slurm.release_starts_job = false;
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("release 7"), 1);
+  f.slurm.jobs[7].reason = "Resources";  // eligible, waiting for nodes: the queue's business now
+  for (int i = 0; i < 5; ++i) f.sweep(false);
+  EXPECT_EQ(f.slurm.count("release 7"), 1);
 }
 
 // Issue 11: a daemon whose node_name Slurm does not know acts on nothing, and says so; it starts
