@@ -9,6 +9,7 @@
 #   tuned: SchedulerParameters=batch_sched_delay=0,sched_interval=2,bf_interval=1 (the test cluster's)
 #   stock: no SchedulerParameters line: Slurm's defaults (batch_sched_delay=3, sched_interval=60,
 #          bf_interval=30)
+#   any other word: that SchedulerParameters value (e.g. BENCH_SCHED=batch_sched_delay=0)
 # Baseline in the same run: the same job requeued with plain `scontrol requeue` (Slurm holds it for
 # AuthInfo cred_expire, 120 s by default), to running again; BENCH_BASELINE_RUNS runs (default 1, 0
 # skips it), on the first cluster.
@@ -55,7 +56,10 @@ trap 'cluster_down "$dir"' EXIT
 start_cluster() {
   cluster_down "$dir"
   rm -f "$dir/etc/healthd.toml"
-  if [ "$1" = stock ]; then export AR_SCHED_PARAMS=stock; else unset AR_SCHED_PARAMS; fi
+  case $1 in
+    tuned) unset AR_SCHED_PARAMS ;;
+    *) export AR_SCHED_PARAMS=$1 ;;  # "stock", or a SchedulerParameters value of its own
+  esac
   bench_say "recovery: starting a 3-node cluster in $dir ($1 scheduler settings)"
   cluster_up "$dir" || bench_die "the cluster did not start"
   scontrol show config | grep -E '^SchedulerParameters' | sed 's/^/  /'

@@ -58,7 +58,7 @@ second_node() { job_nodes "$1" | tail -1; }
   echo "$output" >&3
   [[ "$output" == *"fault seen"*"requeued"*"hold released"*"running again"* ]]
   # and healthd gives its own drain back once the node passes its checks again
-  wait_until 40 node_idle "$victim"
+  wait_until $((40 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 
 @test "a fault while the step fails: still exactly one requeue" {
@@ -145,7 +145,7 @@ second_node() { job_nodes "$1" | tail -1; }
   wait_until 30 bash -c '[[ "$(sinfo -h -n n2 -o %T)" == drain* ]]'
   [[ "$(node_reason n2)" == "healthd: KMSG-MCE: "* ]]
   # n2 comes back by itself after the hold and three healthy checks; n3 keeps the admin's reason
-  wait_until 40 node_idle n2
+  wait_until $((40 + SLURM_SETTLE_S)) node_idle n2
   sleep 3
   [[ "$(node_state n3)" == drain* ]]
   [ "$(node_reason n3)" = "admin: replacing a DIMM" ]

@@ -211,8 +211,8 @@ promises_kept() {
 incident() {
   local spec=$1 job victim off pid what=""
   CASE="kill ${spec:-none}"
-  if ! wait_until 40 all_idle 2>/dev/null; then
-    fail "before the incident: not every node is idle 40 s after the last one: $(sinfo -h -N -o '%N %T %E' | tr '\n' '|')"
+  if ! wait_until $((40 + SLURM_SETTLE_S)) all_idle 2>/dev/null; then
+    fail "before the incident: not every node is idle $((40 + SLURM_SETTLE_S)) s after the last one: $(sinfo -h -N -o '%N %T %E' | tr '\n' '|')"
     return 1
   fi
   job=$(submit_hung)
@@ -258,8 +258,8 @@ incident() {
   wait_until 10 script_started "$job" 1 2>/dev/null || true
   scancel "$job"
   # and the node is given back once it passes its checks again (hold 3 s, 3 healthy passes)
-  if ! wait_until 40 node_idle "$victim" 2>/dev/null; then
-    fail "node $victim not given back within 40 s: $(sinfo -h -n "$victim" -o '%T %E')"
+  if ! wait_until $((40 + SLURM_SETTLE_S)) node_idle "$victim" 2>/dev/null; then
+    fail "node $victim not given back within $((40 + SLURM_SETTLE_S)) s: $(sinfo -h -n "$victim" -o '%T %E')"
   fi
 }
 
@@ -494,8 +494,8 @@ EOF
   promises_kept "$job" "$SMALL_NODE" "$off" 20 || true
   wait_until 10 script_started "$job" 1 2>/dev/null || true
   scancel "$job"
-  if ! wait_until 40 node_idle "$SMALL_NODE" 2>/dev/null; then
-    fail "node $SMALL_NODE not given back within 40 s: $(sinfo -h -n "$SMALL_NODE" -o '%T %E')"
+  if ! wait_until $((40 + SLURM_SETTLE_S)) node_idle "$SMALL_NODE" 2>/dev/null; then
+    fail "node $SMALL_NODE not given back within $((40 + SLURM_SETTLE_S)) s: $(sinfo -h -n "$SMALL_NODE" -o '%T %E')"
   fi
   report_failures
 }

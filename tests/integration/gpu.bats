@@ -65,7 +65,7 @@ submit_hung_job() {
   # (fake-reboot.sh: slurmd -b, new boot id, healthd restarted) and resumed the node by itself.
   grep -q "reboot" "${AR_CLUSTER_DIR}/log/slurmctld.log"
   wait_until 90 grep -q "$victim is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log"
-  wait_until 90 node_idle "$victim"
+  wait_until $((90 + SLURM_SETTLE_S)) node_idle "$victim"
   # The rebooted node's healthd does not drain it again for the XID that the reboot cured.
   wait_until 30 check_status_is "$victim" gpu_xid ok
   sleep 3
@@ -116,7 +116,7 @@ submit_hung_job() {
   [[ "$(node_reason n2)" == "healthd: GPU-NVML-HANG: NVML not answering: nvmlDeviceGetTemperature"* ]]
   # Released: NVML answers again, and healthd gives its drain back.
   set_nvml n2 "$HEALTHY"
-  wait_until 60 node_idle n2
+  wait_until $((60 + SLURM_SETTLE_S)) node_idle n2
 }
 
 @test "a GPU missing from NVML drains the node with the count" {
@@ -124,7 +124,7 @@ submit_hung_job() {
   wait_until 30 bash -c "sinfo -h -n n1 -o %T | grep -q drain"
   [[ "$(node_reason n1)" == "healthd: GPU-COUNT: 1 of 2 GPUs visible to NVML"* ]]
   set_nvml n1 "$HEALTHY"
-  wait_until 60 node_idle n1
+  wait_until $((60 + SLURM_SETTLE_S)) node_idle n1
 }
 
 @test "a pending row remap drains the node and says to reset the GPU" {
@@ -132,5 +132,5 @@ submit_hung_job() {
   wait_until 30 bash -c "sinfo -h -n n1 -o %T | grep -q drain"
   [[ "$(node_reason n1)" == "healthd: GPU-ROW-REMAP-PENDING: GPU 1 "*"reset the GPU"* ]]
   set_nvml n1 "$HEALTHY"
-  wait_until 60 node_idle n1
+  wait_until $((60 + SLURM_SETTLE_S)) node_idle n1
 }

@@ -72,6 +72,12 @@ job_priority() { squeue -h -t all -j "$1" -o '%Q'; }
 job_not_on() { ! job_nodes "$1" | grep -qx "$2"; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
 
+# Extra seconds a node may take to leave COMPLETING after its job ends: Slurm 22.05 has been seen to
+# keep a job's batch node allocated for 60 s when the job was cancelled within a moment of being
+# relaunched after a requeue ("reissued job credential" in slurmd's log just before); slurmctld then
+# frees it on its own. Waits for a node to be idle allow for it, so they fail only past it.
+SLURM_SETTLE_S=70
+
 # Puts the cluster back as the next test expects it: no jobs, every node idle. healthd's own drains
 # come back by themselves once the fault's hold has passed; an admin drain left by a test is undone.
 reset_cluster() {
@@ -85,7 +91,7 @@ reset_cluster() {
   wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
   local node
   for node in n1 n2 n3; do
-    if ! wait_until 30 node_idle "$node"; then
+    if ! wait_until $((30 + SLURM_SETTLE_S)) node_idle "$node"; then
       sinfo -N -o '%N %T %E' >&2
       scontrol update nodename="$node" state=resume 2>/dev/null || true
       wait_until 30 node_idle "$node"

@@ -71,7 +71,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   sleep 3
   drained "$victim"
   efa_port_state "$victim" rdmap32s27 "4: ACTIVE"
-  wait_until 30 node_idle "$victim"
+  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 
 @test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; back when cleared" {
@@ -87,7 +87,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   [[ "$(job_admin_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
   # the driver reloaded (the counters start from zero): the node returns
   neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0
-  wait_until 30 node_idle "$victim"
+  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 
 # Issue 10 item 10: an admin resumed a node whose fault persisted; healthd requeued every auto-resume
@@ -106,7 +106,7 @@ admin_override_shown() { healthctl_on "$1" status --json | python3 -c 'import js
   scancel "$first"
   wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
   scontrol update nodename="$victim" state=resume  # the admin knows better
-  wait_until 30 node_idle "$victim"
+  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
   job=$(submit -N1 -w "$victim" -o "$WORK/job.out" --auto-resume=1 --wrap "srun sleep 600")
   wait_until 60 job_running_attempt "$job" 0
   wait_until 30 admin_override_shown "$victim"

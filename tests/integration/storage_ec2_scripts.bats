@@ -78,7 +78,7 @@ check_says() { [ "$(check_result "$1" "$2" "$3")" = True ]; }
   # writable again: healthd gives its drain back
   rm -f "${AR_CLUSTER_DIR}/host/$victim/fsx"
   mkdir "${AR_CLUSTER_DIR}/host/$victim/fsx"
-  wait_until 40 node_idle "$victim"
+  wait_until $((40 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 
 # only_entry DIR NAME: NAME is all there is in DIR.
@@ -161,7 +161,7 @@ EVENTS
   [[ "$output" == *"checkpoint signal"*"SIGUSR1"*"requeued"* ]]
   # the event is over: the node comes back
   rm -f "$IMDS_DIR/$victim/events/maintenance/scheduled"
-  wait_until 40 node_idle "$victim"
+  wait_until $((40 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 
 @test "IMDS not answering is a broken check, not a fault" {
