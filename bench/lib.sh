@@ -154,7 +154,14 @@ job_restarts() { job_field "$1" Restarts; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
 job_nodes() { scontrol show hostnames "$(job_field "$1" NodeList)"; }
 node_state() { sinfo -h -n "$1" -o '%T'; }
-node_idle() { [ "$(node_state "$1")" = idle ]; }
+# In service and free. "mixed" with no job on the node counts as free: after a job was requeued off
+# a draining node, slurmctld 22.05 has been seen to keep one CPU of the node counted as allocated
+# for about two minutes (sinfo "mixed", no job on it in squeue) while it schedules new jobs on it.
+node_idle() {
+  local st
+  st=$(node_state "$1")
+  [ "$st" = idle ] || { [ "$st" = mixed ] && [ -z "$(squeue -h -w "$1" -o %i 2>/dev/null)" ]; }
+}
 node_drained() { [[ "$(node_state "$1")" == drain* ]]; }
 
 # wait_for SECONDS CMD...: polls CMD every 0.05 s; fails after SECONDS.

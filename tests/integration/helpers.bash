@@ -59,7 +59,14 @@ xid48() { echo "NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorr
 
 node_state() { sinfo -h -n "$1" -o '%T'; }
 node_reason() { scontrol show node "$1" -o | grep -o 'Reason=.*' | sed 's/ \[[^]]*\]$//; s/^Reason=//'; }
-node_idle() { [ "$(node_state "$1")" = idle ]; }
+# In service and free. "mixed" with no job on the node counts as free: after a job was requeued off
+# a draining node, slurmctld 22.05 has been seen to keep one CPU of the node counted as allocated
+# for about two minutes (sinfo "mixed", no job on it in squeue) while it schedules new jobs on it.
+node_idle() {
+  local st
+  st=$(node_state "$1")
+  [ "$st" = idle ] || { [ "$st" = mixed ] && [ -z "$(squeue -h -w "$1" -o %i 2>/dev/null)" ]; }
+}
 job_restarts() { scontrol show job "$1" -o | grep -o ' Restarts=[0-9]*' | head -1 | cut -d= -f2; }
 job_nodes() { scontrol show hostnames "$(scontrol show job "$1" -o | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)"; }
 # healthd's line in the job's admin comment (AdminComment=, its own line of scontrol's long form).
