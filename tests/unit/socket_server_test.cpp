@@ -363,7 +363,7 @@ constexpr int kProbeWaitMs = 30000;
     ++busy;
   }
   int report[2] = {opened, busy};
-  (void)::write(report_fd, report, sizeof(report));
+  (void)!::write(report_fd, report, sizeof(report));
   for (;;) {  // knock, be refused, knock again
     int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
@@ -458,7 +458,7 @@ TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     char c;
-    (void)::read(go[0], &c, 1);  // until the parent's limit is down
+    (void)!::read(go[0], &c, 1);  // until the parent's limit is down
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, d.socket_path.c_str(), sizeof(addr.sun_path) - 1);
@@ -466,7 +466,7 @@ TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
       int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
       if (fd >= 0) (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
     }
-    (void)::read(go[0], &c, 1);  // until the parent is done
+    (void)!::read(go[0], &c, 1);  // until the parent is done
     ::_exit(0);
   }
   ::close(go[0]);
@@ -479,7 +479,7 @@ TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
   rusage before{};
   ::getrusage(RUSAGE_SELF, &before);
-  (void)::write(go[1], "g", 1);
+  (void)!::write(go[1], "g", 1);
   std::this_thread::sleep_for(1500ms);  // the server is out of descriptors all this while
   rusage after{};
   ::getrusage(RUSAGE_SELF, &after);
@@ -491,7 +491,7 @@ TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
   EXPECT_LT(cpu(after) - cpu(before), 300ms) << "accept spins";
   // With descriptors back, the connections waiting are accepted and served again.
   EXPECT_TRUE(ar::call(d.socket_path, proto::to_json(proto::Request{proto::Ping{}}), 3s));
-  (void)::write(go[1], "x", 1);
+  (void)!::write(go[1], "x", 1);
   ::close(go[1]);
   ::waitpid(pid, nullptr, 0);
   EXPECT_EQ(log.count("server: accept: "), 1u) << log.text();
@@ -518,7 +518,7 @@ TEST(SocketServer, ADaemonKilledWhileItsChildRunsCanBeRestarted) {
       ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    (void)::write(ready[1], &child, sizeof(child));
+    (void)!::write(ready[1], &child, sizeof(child));
     io.run();
     ::_exit(0);
   }
