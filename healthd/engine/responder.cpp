@@ -579,6 +579,11 @@ void Responder::follow_requeued(WallTime now) {
   });
   std::erase_if(followed_, [&](Followed& f) {
     if (now < f.next_look) return false;
+    auto after_requeue = [&](WallTime t) {
+      char when[64];
+      std::snprintf(when, sizeof when, "%.1f s after the requeue", std::chrono::duration<double>(t - f.since).count());
+      return std::string(when);
+    };
     const auto waited = now - f.since;
     // The start time comes from Slurm itself, so looking often buys nothing: once a second while a
     // restart is expected (seconds), then every 5 s, then every 30 s. Following one job for its ten
@@ -593,9 +598,7 @@ void Responder::follow_requeued(WallTime now) {
     const bool started_since = job->start_time >= f.since - std::chrono::seconds(1);
     if (job->state == "RUNNING" || job->state == "CONFIGURING" || (job->state == "COMPLETING" && started_since)) {
       const auto started = started_since ? std::max(job->start_time, f.since) : std::chrono::system_clock::now();
-      char when[64];
-      std::snprintf(when, sizeof when, "%.1f s after the requeue", std::chrono::duration<double>(started - f.since).count());
-      timeline_.record(f.job_id, {started, node_, "running again", "on " + job->node_list + ", " + when});
+      timeline_.record(f.job_id, {started, node_, "running again", "on " + job->node_list + ", " + after_requeue(started)});
       if (f.raised_priority) {
         // Back to the priority Slurm computes (INFINITE), so a later requeue by anyone else, or the
         // next job of this user, does not inherit the jump.
@@ -616,12 +619,10 @@ void Responder::follow_requeued(WallTime now) {
       return false;
     }
     // Ended without healthd seeing it run again (it may have run briefly between two looks).
-    const auto secs = std::chrono::duration<double>(std::chrono::system_clock::now() - f.since).count();
-    char when[64];
-    std::snprintf(when, sizeof when, "%.1f s after the requeue", secs);
-    timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "ended",
-                                job->state + (job->node_list.empty() ? "" : " on " + job->node_list) + ", " + when +
-                                    ", without being seen running again"});
+    const auto ended = std::chrono::system_clock::now();
+    timeline_.record(f.job_id, {ended, node_, "ended",
+                                job->state + (job->node_list.empty() ? "" : " on " + job->node_list) + ", " +
+                                    after_requeue(ended) + ", without being seen running again"});
     return true;
   });
 }

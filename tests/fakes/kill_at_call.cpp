@@ -69,7 +69,7 @@ void kill_self() {
   kill(getpid(), SIGKILL);
 }
 
-void stop_slurmctld(const std::string& wrap, int n, const std::string& what) {
+void stop_slurmctld(const std::string& wrap) {
   std::string pid_text = read_file(wrap + "/../run/slurmctld.pid");
   pid_t pid = static_cast<pid_t>(std::atoi(pid_text.c_str()));
   if (pid > 0 && kill(pid, SIGTERM) == 0) {
@@ -80,8 +80,6 @@ void stop_slurmctld(const std::string& wrap, int n, const std::string& what) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  (void)n;
-  (void)what;
 }
 
 // One interposed call: counts it, and says whether to kill after it. Kills before it, or stops
@@ -94,7 +92,7 @@ struct Call {
 
   explicit Call(const std::string& call) : what(call) {
     const char* w = std::getenv("AR_KILL_AT_CALL_DIR");
-    const std::string node = w ? self_node() : std::string();
+    static const std::string node = self_node();  // the daemon's --node does not change
     if (!w || node.empty()) return;
     wrap = w;
     dir = wrap + "/" + node;
@@ -124,7 +122,7 @@ struct Call {
     append(dir + "/calls.log", stamp() + " " + std::to_string(n) + " " + what);
     close(lock);
     if (stop_ctld) {
-      stop_slurmctld(wrap, n, what);
+      stop_slurmctld(wrap);
       append(dir + "/ctld-stopped", stamp() + " stopped slurmctld before call " + std::to_string(n) + ": " + what);
     }
     if (fire == "before") {

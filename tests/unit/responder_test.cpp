@@ -845,16 +845,19 @@ TEST(Responder, SlurmNotAnsweringAtStartIsRetriedWithoutActing) {
 TEST(Responder, TheShareCapIsJudgedOverEveryNodeOfALargePartition) {
   PolicyConfig p;
   p.max_drained_share = 0.1;
+  // n1..n4 are the fixture's; n5..n120 join the partition, of which `drained` from n10 on are drained.
+  auto large_partition = [](FakeSlurm& slurm, int drained) {
+    for (int i = 5; i <= 120; ++i) slurm.nodes["n" + std::to_string(i)] = NodeInfo{"n" + std::to_string(i), "IDLE", "", {"debug"}};
+    for (int i = 10; i < 10 + drained; ++i) slurm.nodes["n" + std::to_string(i)].drain = true;
+  };
   Fixture f(p);
-  for (int i = 5; i <= 120; ++i) f.slurm.nodes["n" + std::to_string(i)] = NodeInfo{"n" + std::to_string(i), "IDLE", "", {"debug"}};
-  for (int i = 10; i < 20; ++i) f.slurm.nodes["n" + std::to_string(i)].drain = true;  // 10 of 120 drained
+  large_partition(f.slurm, 10);  // 10 of 120 drained
   f.sweep(true);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);  // 11 of 120 is within 10 %
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
 
   Fixture g(p);
-  for (int i = 5; i <= 120; ++i) g.slurm.nodes["n" + std::to_string(i)] = NodeInfo{"n" + std::to_string(i), "IDLE", "", {"debug"}};
-  for (int i = 10; i < 22; ++i) g.slurm.nodes["n" + std::to_string(i)].drain = true;  // 12 of 120
+  large_partition(g.slurm, 12);  // 12 of 120
   g.sweep(true);
   EXPECT_EQ(g.slurm.count("drain n2"), 0);
   EXPECT_NE(g.responder->status()["drain_withheld"].get<std::string>().find("12 of 120"), std::string::npos);
