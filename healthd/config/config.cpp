@@ -604,6 +604,15 @@ const std::map<std::string, Table>& schema() {
                                                                      if (!v) return std::unexpected(v.error());
                                                                      return *v;
                                                                    })},
+           {"max_corrected", nested<NeuronConfig, std::optional<std::uint64_t>>(&Config::neuron, &NeuronConfig::max_corrected,
+                                                                                [](const toml::node& n) -> std::expected<std::optional<std::uint64_t>, std::string> {
+                                                                                  auto v = uint_in(0, 1000000000)(n);
+                                                                                  if (!v) return std::unexpected(v.error());
+                                                                                  return std::optional<std::uint64_t>(*v);
+                                                                                })},
+           {"corrected_action", nested<NeuronConfig, Action>(&Config::neuron, &NeuronConfig::corrected_action, read_action)},
+           {"unhealthy_action", nested<NeuronConfig, Action>(&Config::neuron, &NeuronConfig::unhealthy_action, read_action)},
+           {"heartbeat_stall_s", nested(&Config::neuron, &NeuronConfig::heartbeat_stall, duration_in<seconds>(0, 24 * 3600, "seconds"))},
        }},
       {"checks.node",
        {
