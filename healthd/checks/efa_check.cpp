@@ -24,7 +24,7 @@ CheckResult judge_count(const EfaSnapshot& snap, std::uint32_t expected) {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& d : snap.devices) names.push_back(d.name);
   CheckResult r;
-  if (expected == 0 && found == 0) {
+  if (expected == 0 && found == 0 && snap.ignored.empty()) {
     r = make_result("efa.count", Status::ok, "not applicable: no EFA device, none expected");
   } else if (found < expected) {
     r = make_finding("efa.count", "EFA-COUNT", Action::drain,
@@ -35,7 +35,13 @@ CheckResult judge_count(const EfaSnapshot& snap, std::uint32_t expected) {
   } else {
     r = make_result("efa.count", Status::ok, std::to_string(found) + " EFA devices");
   }
-  r.detail = {{"expected", expected}, {"found", found}, {"devices", names}};
+  nlohmann::json newer = nlohmann::json::array();
+  for (const auto& d : snap.devices)
+    if (!d.known_id) newer.push_back(d.name + " (" + d.device_id + ")");
+  // Told, not judged: a newer EFA generation is counted; another Amazon RDMA function is not EFA.
+  if (!newer.empty()) r.message += "; counted as EFA, a device id newer than this healthd knows: " + newer.front().get<std::string>() + and_more(newer.size());
+  if (!snap.ignored.empty()) r.message += "; not EFA (PCI device id): " + snap.ignored.front() + and_more(snap.ignored.size());
+  r.detail = {{"expected", expected}, {"found", found}, {"devices", names}, {"newer_device_ids", newer}, {"ignored", snap.ignored}};
   return r;
 }
 
@@ -64,6 +70,26 @@ CheckResult judge_ports(const EfaSnapshot& snap) {
   return r;
 }
 
+// The network counters efa r2.17 added ("Add Network HW statistics counters", RELEASENOTES.md).
+bool network_counter(const std::string& name) {
+  return name == "retrans_bytes" || name == "retrans_pkts" || name == "retrans_timeout_events" ||
+         name == "unresponsive_remote_events" || name == "impaired_remote_conn_events";
+}
+
+// Configured counters that no EFA device has at either level: "retrans_timeout_events (efa r2.17 and later)".
+std::vector<std::string> not_available(const EfaSnapshot& snap, const EfaConfig& config) {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : config.counter_thresholds) {
+    bool found = false;
+    for (const auto& d : snap.devices) {
+      found = found || d.counters.contains(name);
+      for (const auto& p : d.ports) found = found || p.counters.contains(name);
+    }
+    if (!found) out.push_back(network_counter(name) ? name + " (efa r2.17 and later)" : name);
+  }
+  return out;
+}
+
 CheckResult judge_counters(const EfaSnapshot& snap, const EfaConfig& config, const std::vector<EfaCounterRise>& rises) {
   if (snap.devices.empty()) return make_result("efa.counters", Status::ok, "not applicable: no EFA device");
   nlohmann::json over = nlohmann::json::array();
@@ -79,17 +105,25 @@ CheckResult judge_counters(const EfaSnapshot& snap, const EfaConfig& config, con
     ++n_over;
   }
   const auto window_s = std::to_string(config.counter_window.count());
+  const auto missing = not_available(snap, config);
   CheckResult r;
   if (first != nullptr && config.counter_action != Action::none) {
+    const auto where = first->port.empty() ? first->device : first->device + " port " + first->port;
     r = make_finding("efa.counters", "EFA-COUNTER-" + first->counter, config.counter_action,
-                     first->device + " port " + first->port + ": " + first->counter + " rose by " +
-                         std::to_string(first->rise) + " within " + window_s + " s (threshold " +
-                         std::to_string(config.counter_thresholds.at(first->counter)) + ")" + and_more(n_over));
+                     where + ": " + first->counter + " rose by " + std::to_string(first->rise) + " within " + window_s +
+                         " s (threshold " + std::to_string(config.counter_thresholds.at(first->counter)) + ")" + and_more(n_over));
   } else {
     r = make_result("efa.counters", Status::ok,
                     std::to_string(rises.size()) + " error counters within their thresholds over " + window_s + " s");
   }
-  r.detail = {{"window_s", config.counter_window.count()}, {"over", over}, {"counters", seen}};
+  if (!missing.empty() && r.code.empty()) {  // told beside a pass; a finding's message (a drain reason) stays about the finding
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    r.message += "; not available on this driver (" + (snap.driver ? "efa " + snap.driver->text : std::string("efa version unknown")) +
+                 "): " + list;
+  }
+  r.detail = {{"window_s", config.counter_window.count()}, {"over", over}, {"counters", seen}, {"not_available", missing},
+              {"driver_version", snap.driver ? nlohmann::json(snap.driver->text) : nlohmann::json(nullptr)}};
   return r;
 }
 
@@ -101,21 +135,28 @@ std::vector<CheckResult> judge_efa(const EfaSnapshot& snap, std::uint32_t expect
 }
 
 EfaCheck::EfaCheck(const EfaConfig& config, const std::filesystem::path& host_root)
-    : config_(config), root_(under_root(host_root, "/sys/class/infiniband")), window_(config.counter_window) {
+    : config_(config), host_root_(host_root), root_(under_root(host_root, "/sys/class/infiniband")), window_(config.counter_window) {
   for (const auto& [name, _] : config.counter_thresholds) counters_.push_back(name);
 }
 
 std::vector<CheckResult> EfaCheck::run_at(CounterWindow::Clock::time_point now) {
   auto snap = read_efa_sysfs(root_, counters_);
+  if (!snap.devices.empty()) snap.driver = read_module_version(host_root_, "efa");
   std::vector<EfaCounterRise> rises;
   std::set<std::string> keys;
-  for (const auto& d : snap.devices)
+  for (const auto& d : snap.devices) {
+    for (const auto& [counter, value] : d.counters) {
+      auto key = d.name + "//" + counter;  // no port: the device level
+      keys.insert(key);
+      rises.push_back({d.name, "", counter, value, window_.observe(key, value, now)});
+    }
     for (const auto& p : d.ports)
       for (const auto& [counter, value] : p.counters) {
         auto key = d.name + "/" + p.port + "/" + counter;
         keys.insert(key);
         rises.push_back({d.name, p.port, counter, value, window_.observe(key, value, now)});
       }
+  }
   window_.keep_only(keys);
   return judge_efa(snap, config_.expected_devices.value_or(0), config_, rises);
 }

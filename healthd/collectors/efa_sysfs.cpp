@@ -1,10 +1,19 @@
 #include "efa_sysfs.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "sysfs_read.hpp"
+#include "text/text.hpp"
 
 namespace ar::healthd {
+
+namespace {
+// "0xefa" and one more hex digit: an EFA generation, known to this healthd or newer.
+bool is_efa_family(const std::string& id) {
+  return id.size() == 6 && id.starts_with("0xefa") && std::isxdigit(static_cast<unsigned char>(id[5]));
+}
+}  // namespace
 
 std::string port_state_name(const std::string& raw) {
   auto colon = raw.find(':');
@@ -21,6 +30,15 @@ EfaSnapshot read_efa_sysfs(const std::filesystem::path& root, const std::vector<
     if (!vendor || *vendor != kEfaVendorId) continue;
     EfaDevice dev;
     dev.name = it->path().filename().string();
+    auto id = read_trimmed(it->path() / "device/device");
+    dev.device_id = id ? sanitize(*id, 16) : std::string();
+    dev.known_id = std::ranges::find(kEfaDeviceIds, dev.device_id) != std::end(kEfaDeviceIds);
+    if (!dev.known_id && !is_efa_family(dev.device_id)) {
+      snap.ignored.push_back(sanitize(dev.name, 64) + " (" + kEfaVendorId + ":" + (id ? dev.device_id : "device id unreadable") + ")");
+      continue;
+    }
+    for (const auto& name : counters)
+      if (auto v = read_u64(it->path() / "hw_counters" / name); v) dev.counters[name] = *v;
     std::error_code pec;
     std::vector<std::filesystem::path> ports;
     for (std::filesystem::directory_iterator p(it->path() / "ports", pec), pend; !pec && p != pend; p.increment(pec))
@@ -42,6 +60,7 @@ EfaSnapshot read_efa_sysfs(const std::filesystem::path& root, const std::vector<
     snap.devices.push_back(std::move(dev));
   }
   std::sort(snap.devices.begin(), snap.devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(snap.ignored.begin(), snap.ignored.end());
   return snap;
 }
 

@@ -59,9 +59,12 @@ struct EfaConfig {
   std::optional<std::uint32_t> expected_devices;
   // Error counters judged by how much they rose within the window; a fall (driver reload) starts over.
   std::chrono::seconds counter_window{300};
+  // Port counters (ports/<n>/hw_counters) and device counters (hw_counters: cmds_err,
+  // no_completion_cmds) share one table: the efa driver's names for the two never overlap.
   std::map<std::string, std::uint64_t> counter_thresholds = {
       {"rdma_read_wr_err", 10},          {"rdma_write_wr_err", 10},        {"unresponsive_remote_events", 10},
       {"impaired_remote_conn_events", 10}, {"retrans_timeout_events", 100}, {"rx_drops", 10000},
+      {"cmds_err", 10},                  {"no_completion_cmds", 0},
   };
   Action counter_action = Action::warn;  // a counter past its threshold: warn by default (network-wide events)
 };

@@ -12,6 +12,7 @@ const std::string kIb = "/sys/class/infiniband/";
 
 void add_efa(const ar::test::FakeTree& t, const std::string& dev, const std::string& state = "4: ACTIVE") {
   t.write(kIb + dev + "/device/vendor", "0x1d0f\n");
+  t.write(kIb + dev + "/device/device", "0xefa1\n");
   t.write(kIb + dev + "/ports/1/state", state + "\n");
   t.write(kIb + dev + "/ports/1/hw_counters/rdma_read_wr_err", "0\n");
   t.write(kIb + dev + "/ports/1/hw_counters/rx_drops", "7\n");
@@ -26,6 +27,14 @@ const CheckResult& area(const std::vector<CheckResult>& rs, const std::string& c
   for (const auto& r : rs)
     if (r.check == check) return r;
   throw std::runtime_error("no result for " + check);
+}
+
+EfaDevice efa_device(std::string name, std::vector<EfaPort> ports) {
+  EfaDevice d;
+  d.name = std::move(name);
+  d.device_id = "0xefa1";
+  d.ports = std::move(ports);
+  return d;
 }
 
 EfaConfig config_expecting(std::uint32_t n) {
@@ -72,7 +81,7 @@ TEST(EfaJudge, NoHardwareNoExpectationIsNotApplicable) {
 
 TEST(EfaJudge, FewerDevicesThanExpectedDrainsMoreWarns) {
   EfaSnapshot snap;
-  snap.devices = {{"rdmap0", {{"1", "ACTIVE", "", {}}}, ""}};
+  snap.devices = {efa_device("rdmap0", {{"1", "ACTIVE", "", {}}})};
   auto fewer = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.count");
   EXPECT_EQ(fewer.status, Status::fault);
   EXPECT_EQ(fewer.code, "EFA-COUNT");
@@ -87,7 +96,7 @@ TEST(EfaJudge, FewerDevicesThanExpectedDrainsMoreWarns) {
 
 TEST(EfaJudge, APortNotActiveDrainsNamingTheDevice) {
   EfaSnapshot snap;
-  snap.devices = {{"rdmap0", {{"1", "ACTIVE", "", {}}}, ""}, {"rdmap16s27", {{"1", "DOWN", "", {}}}, ""}};
+  snap.devices = {efa_device("rdmap0", {{"1", "ACTIVE", "", {}}}), efa_device("rdmap16s27", {{"1", "DOWN", "", {}}})};
   auto r = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "EFA-PORT-DOWN");
@@ -98,7 +107,7 @@ TEST(EfaJudge, APortNotActiveDrainsNamingTheDevice) {
 
 TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {
   EfaSnapshot snap;
-  snap.devices = {{"rdmap0", {{"1", "", "/sys/.../state: cannot open", {}}}, ""}};
+  snap.devices = {efa_device("rdmap0", {{"1", "", "/sys/.../state: cannot open", {}}})};
   auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::error);
   EXPECT_EQ(r.action, Action::none);
@@ -106,7 +115,7 @@ TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {
 
 TEST(EfaJudge, CounterRiseAboveThresholdTakesTheConfiguredAction) {
   EfaSnapshot snap;
-  snap.devices = {{"rdmap0", {{"1", "ACTIVE", "", {}}}, ""}};
+  snap.devices = {efa_device("rdmap0", {{"1", "ACTIVE", "", {{"rdma_read_wr_err", 100}, {"rx_drops", 0}}}})};
   auto c = config_expecting(1);
   auto at = [&](std::uint64_t rise) { return area(judge_efa(snap, 1, c, {{"rdmap0", "1", "rdma_read_wr_err", 100, rise}}), "efa.counters"); };
   EXPECT_EQ(at(5).status, Status::ok);  // at the threshold: still fine
@@ -167,4 +176,68 @@ TEST(EfaCheck, OnAFakeTreePortDownAndCountersAcrossADriverReload) {
   auto gone = area(check.run_at(t0 + 100s), "efa.count");
   EXPECT_EQ(gone.code, "EFA-COUNT");
   EXPECT_EQ(gone.message, "1 of 2 EFA devices present");
+}
+
+// The efa driver binds PCI ids 0xefa0-0xefa3 (amzn-drivers kernel/linux/efa/src/efa_main.c,
+// efa_pci_tbl); the vendor id alone counted any Amazon RDMA function as an EFA device.
+TEST(EfaSysfs, TheDeviceIdIsCheckedAndANewerEfaGenerationIsCountedAndNoted) {
+  ar::test::FakeTree t;
+  add_efa(t, "rdmap16s27");
+  add_efa(t, "rdmap48s27");
+  t.write(kIb + "rdmap48s27/device/device", "0xefa4\n");  // not in this healthd's table: a newer EFA
+  add_efa(t, "rdmap80s0");
+  t.write(kIb + "rdmap80s0/device/device", "0x7064\n");  // an Amazon function that is not EFA
+  add_efa(t, "rdmap96s0");
+  t.remove(kIb + "rdmap96s0/device/device");  // no id to check
+  auto snap = read_efa_sysfs(t.root() / "sys/class/infiniband", {"rx_drops"});
+  ASSERT_EQ(snap.devices.size(), 2u);
+  EXPECT_TRUE(snap.devices[0].known_id);
+  EXPECT_FALSE(snap.devices[1].known_id);
+  EXPECT_EQ(snap.ignored, (std::vector<std::string>{"rdmap80s0 (0x1d0f:0x7064)", "rdmap96s0 (0x1d0f:device id unreadable)"}));
+  auto count = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.count");
+  EXPECT_EQ(count.status, Status::ok);
+  EXPECT_EQ(count.message,
+            "2 EFA devices; counted as EFA, a device id newer than this healthd knows: rdmap48s27 (0xefa4); not EFA (PCI "
+            "device id): rdmap80s0 (0x1d0f:0x7064) (and 1 more)");
+  EXPECT_EQ(area(judge_efa(snap, 3, EfaConfig{}, {}), "efa.count").status, Status::fault);  // the non-EFA one does not make up a count
+}
+
+// Device counters (<dev>/hw_counters: cmds_err, no_completion_cmds, ...; efa_verbs.c
+// efa_device_stats_descs) were never read.
+TEST(EfaCheck, DeviceLevelErrorCountersAreJudgedLikePortCounters) {
+  ar::test::FakeTree t;
+  add_efa(t, "rdmap16s27");
+  t.write(kIb + "rdmap16s27/hw_counters/cmds_err", "0\n");
+  t.write(kIb + "rdmap16s27/hw_counters/no_completion_cmds", "4\n");
+  t.write(kIb + "rdmap16s27/hw_counters/keep_alive_rcvd", "1000\n");
+  auto c = config_expecting(1);
+  c.counter_thresholds = {{"cmds_err", 10}, {"no_completion_cmds", 0}, {"rx_drops", 100}};
+  EfaCheck check(c, t.root());
+  const auto t0 = CounterWindow::Clock::time_point{} + 1h;
+  auto first = area(check.run_at(t0), "efa.counters");
+  EXPECT_EQ(first.status, Status::ok) << first.message;  // 4 since the driver loaded is the baseline, not a rise
+  EXPECT_EQ(first.message, "3 error counters within their thresholds over 60 s");
+  t.write(kIb + "rdmap16s27/hw_counters/no_completion_cmds", "5\n");
+  auto r = area(check.run_at(t0 + 10s), "efa.counters");
+  EXPECT_EQ(r.status, Status::fault);
+  EXPECT_EQ(r.code, "EFA-COUNTER-no_completion_cmds");
+  EXPECT_EQ(r.message, "rdmap16s27: no_completion_cmds rose by 1 within 60 s (threshold 0)");
+}
+
+// Before efa r2.17 ("Add Network HW statistics counters") three of the default port counters do not
+// exist; nothing said so.
+TEST(EfaCheck, CountersTheDriverDoesNotHaveAreListedOnceAsNotAvailable) {
+  ar::test::FakeTree t;
+  add_efa(t, "rdmap16s27");
+  add_efa(t, "rdmap32s27");
+  t.write("/sys/module/efa/version", "2.15.3g\n");
+  auto c = config_expecting(2);
+  c.counter_thresholds = {{"rdma_read_wr_err", 5}, {"retrans_timeout_events", 100}, {"unresponsive_remote_events", 10}};
+  auto r = area(EfaCheck(c, t.root()).run_at(CounterWindow::Clock::time_point{} + 1h), "efa.counters");
+  EXPECT_EQ(r.status, Status::ok);
+  EXPECT_EQ(r.message,
+            "2 error counters within their thresholds over 60 s; not available on this driver (efa 2.15.3g): "
+            "retrans_timeout_events (efa r2.17 and later), unresponsive_remote_events (efa r2.17 and later)");
+  EXPECT_EQ(r.detail["not_available"].size(), 2u);
+  EXPECT_EQ(r.detail["driver_version"], "2.15.3g");
 }
