@@ -9,6 +9,7 @@ load helpers
 host_of() { echo "${AR_CLUSTER_DIR}/host/$1"; }
 efa_port_state() { echo "$3" >"$(host_of "$1")/sys/class/infiniband/$2/ports/1/state"; }
 neuron_counter() { echo "$4" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/$3"; }
+neuron_unhealthy() { echo "$3" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/health_status/unhealthy_components"; }
 
 # Every node's fake hardware back to healthy (also after a failed test).
 heal_all() {
@@ -18,6 +19,8 @@ heal_all() {
     efa_port_state "$node" rdmap32s27 "4: ACTIVE"
     neuron_counter "$node" neuron0 mem_ecc_uncorrected 0
     neuron_counter "$node" neuron1 mem_ecc_uncorrected 0
+    neuron_counter "$node" neuron1 mem_ecc_corrected 0
+    neuron_unhealthy "$node" neuron1 ""
   done
 }
 
@@ -36,21 +39,24 @@ teardown() {
 second_node() { job_nodes "$1" | tail -1; }
 drained() { [[ "$(node_state "$1")" == drain* ]]; }
 
-# check_status NODE CHECK: the status healthctl shows for one result (e.g. efa.ports) on NODE.
-check_status() {
+# check_field NODE CHECK PYTHON-EXPR: a value from one result's JSON (`r`) as healthctl shows it on
+# NODE, e.g. 'r["message"]' of neuron.errors.
+check_field() {
   healthctl_on "$1" status --json | python3 -c '
 import json, sys
 reply = json.load(sys.stdin)
 checks = reply.get("data", reply).get("health", {}).get("checks", [])
-print(" ".join(c["status"] for c in checks if c["check"] == sys.argv[1]))' "$2"
+print(" ".join(str(eval(sys.argv[2])) for r in checks if r["check"] == sys.argv[1]))' "$2" "$3"
 }
+# check_status NODE CHECK: the status of one result (e.g. efa.ports) on NODE.
+check_status() { check_field "$1" "$2" 'r["status"]'; }
 area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
 
 @test "healthy fake hardware: every EFA, Neuron and node result passes" {
   run healthctl_on n1 status --json
   [ "$status" -eq 0 ]
   local area
-  for area in efa.count efa.ports efa.counters neuron.count neuron.errors node.cpus node.memory \
+  for area in efa.count efa.ports efa.counters neuron.count neuron.errors neuron.health node.cpus node.memory \
     node.process.munged node.process.slurmd; do
     wait_until 10 area_ok n1 "$area" || { echo "$area: $(check_status n1 "$area")"; return 1; }
   done
@@ -87,6 +93,40 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   [[ "$(job_admin_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
   # the driver reloaded (the counters start from zero): the node returns
   neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0
+  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
+}
+
+corrected_shown() { [ "$(check_field "$1" neuron.errors 'r["message"]')" = "$2" ]; }
+
+# Issue 12: driver 2.30.2 added correctable ECC counters, and every counter without "repairable" in
+# its name was judged uncorrectable: a corrected HBM error drained a healthy Trainium node.
+@test "a correctable Neuron ECC count under a running auto-resume job: shown, no drain, no requeue" {
+  local job node
+  job=$(submit -N1 -o "$WORK/job.out" --auto-resume=1 --wrap "srun sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  node=$(job_nodes "$job")
+  neuron_counter "$node" neuron1 mem_ecc_corrected 3
+  wait_until 30 corrected_shown "$node" "no uncorrectable errors on 2 Neuron devices; 3 corrected (data, not judged)"
+  sleep 3  # several more sweeps (one a second)
+  [ "$(check_status "$node" neuron.errors)" = ok ]
+  [[ "$(node_state "$node")" != *drain* ]]
+  [ "$(job_state "$job")" = RUNNING ]
+  [ "$(job_restarts "$job")" = 0 ]
+  scancel "$job"
+}
+
+@test "the Neuron driver's health bitmap names hbm under a running auto-resume job: drain, requeue; back when clear" {
+  local job victim
+  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(second_node "$job")
+  neuron_unhealthy "$victim" neuron1 "hbm"
+  wait_until 30 job_running_attempt "$job" 1
+  drained "$victim"
+  [ "$(node_reason "$victim")" = "healthd: NEURON-UNHEALTHY: neuron1: the Neuron driver reports hbm unhealthy (stats/hardware/health_status/unhealthy_components)" ]
+  job_not_on "$job" "$victim"
+  [ "$(job_restarts "$job")" = 1 ]
+  neuron_unhealthy "$victim" neuron1 ""
   wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 

@@ -5,24 +5,43 @@ dir=$1
 for node in n1 n2 n3; do
   mkdir -p "$dir/host/$node/var/log"
   : >"$dir/host/$node/var/log/kern.log"
-  # A healthy node for the EFA, Neuron and node checks (tests/integration/node_checks.bats): two EFA
-  # devices with port 1 ACTIVE, two Neuron devices without ECC errors, 8 CPUs, munged and slurmd.
+  # A healthy node for the EFA, Neuron and node checks (tests/integration/node_checks.bats), laid out
+  # as the newest documented drivers do: two EFA devices (efa r2.17: PCI id 0xefa1, device counters,
+  # the network port counters) with port 1 ACTIVE; two Trainium2 devices on Neuron driver 2.30.2
+  # (stats/hardware with the correctable counters, health_status with unhealthy_components and
+  # healthcheck_heartbeat; tests/unit/neuron_fixtures.hpp cites the source of each path); 8 CPUs,
+  # munged and slurmd.
   h="$dir/host/$node"
   rm -rf "$h/sys" "$h/dev" "$h/proc"
+  mkdir -p "$h/sys/module/efa" "$h/sys/module/neuron"
+  echo 2.17.3g >"$h/sys/module/efa/version"
+  echo 2.30.2.0 >"$h/sys/module/neuron/version"
   for efa in rdmap16s27 rdmap32s27; do
-    mkdir -p "$h/sys/class/infiniband/$efa/device" "$h/sys/class/infiniband/$efa/ports/1/hw_counters"
+    mkdir -p "$h/sys/class/infiniband/$efa/device" "$h/sys/class/infiniband/$efa/hw_counters" \
+      "$h/sys/class/infiniband/$efa/ports/1/hw_counters"
     echo 0x1d0f >"$h/sys/class/infiniband/$efa/device/vendor"
+    echo 0xefa1 >"$h/sys/class/infiniband/$efa/device/device"
     echo "4: ACTIVE" >"$h/sys/class/infiniband/$efa/ports/1/state"
-    for c in rdma_read_wr_err rdma_write_wr_err rx_drops retrans_timeout_events; do
+    for c in submitted_cmds completed_cmds cmds_err no_completion_cmds keep_alive_rcvd; do
+      echo 0 >"$h/sys/class/infiniband/$efa/hw_counters/$c"
+    done
+    for c in rdma_read_wr_err rdma_write_wr_err rx_drops retrans_timeout_events unresponsive_remote_events \
+      impaired_remote_conn_events; do
       echo 0 >"$h/sys/class/infiniband/$efa/ports/1/hw_counters/$c"
     done
   done
   mkdir -p "$h/dev/shm"
   for n in 0 1; do
-    mkdir -p "$h/sys/devices/virtual/neuron_device/neuron$n/stats/hardware"
-    for c in mem_ecc_uncorrected mem_ecc_repairable_uncorrected sram_ecc_uncorrected; do
-      echo 0 >"$h/sys/devices/virtual/neuron_device/neuron$n/stats/hardware/$c"
+    nd="$h/sys/devices/virtual/neuron_device/neuron$n"
+    mkdir -p "$nd/info/architecture" "$nd/stats/hardware/health_status" "$nd/neuron_core0/stats/status/hw_error"
+    echo Trainium2 >"$nd/info/architecture/device_name"
+    echo 0 >"$nd/neuron_core0/stats/status/hw_error/total"
+    for c in mem_ecc_uncorrected mem_ecc_repairable_uncorrected sram_ecc_uncorrected mem_ecc_corrected \
+      sram_ecc_corrected; do
+      echo 0 >"$nd/stats/hardware/$c"
     done
+    : >"$nd/stats/hardware/health_status/unhealthy_components"
+    echo 1 >"$nd/stats/hardware/health_status/healthcheck_heartbeat"
     : >"$h/dev/neuron$n"
   done
   mkdir -p "$h/sys/devices/system/cpu" "$h/proc/101" "$h/proc/102"
