@@ -11,7 +11,7 @@
 //
 // Because driver 2.31 moved nodes to paths no source here documents, counters are found by their
 // documented names anywhere under a device directory (at most kMaxDepth deep, no symlink followed,
-// the large memory_usage and power subtrees skipped); every counter records the path it was read
+// the large memory_usage, power and per-core runtime-counter subtrees skipped); every counter records the path it was read
 // from. Every numeric file in a directory named `hardware` is read too, known or not (an unknown one
 // is data, never judged). A counter may also have the counter-directory shape (`total`/`present`); it
 // is then read from `total`.
