@@ -55,22 +55,41 @@ for ((i = 0; i < EFAS; i++)); do
   echo "0xefa1" >"$d/device/device"
   echo "efa" >"$d/node_type"
   for c in $counters; do echo $((i * 1000 + ${#c})) >"$d/ports/1/hw_counters/$c"; done
+  mkdir -p "$d/hw_counters"  # the device level (efa_device_stats_descs)
+  for c in submitted_cmds completed_cmds cmds_err no_completion_cmds keep_alive_rcvd; do echo $((i * 10)) >"$d/hw_counters/$c"; done
 done
 
-# Neuron (healthd/collectors/neuron_sysfs.hpp, driver >= 2.14): neuronN/stats/hardware/<counter>, one
-# number per file, all 0; per-core status counters (healthd does not read them); /dev/neuronN.
-# BENCH_NEURON_CORE_COUNTERS=1 adds the per-core copies of the hardware counters some drivers have
+# Neuron, laid out as driver 2.30.2 on Trainium2 (healthd/collectors/neuron_layout.hpp,
+# tests/unit/neuron_fixtures.hpp): neuronN/stats/hardware/<counter>, one number per file, all 0, with
+# the correctable counters and health_status (unhealthy_components empty, healthcheck_heartbeat);
+# per core the driver's 25 status counters and 6 other_info counters (total/present; healthd walks
+# past them, reads none); /dev/neuronN; /sys/module/neuron/version.
+# BENCH_NEURON_CORE_COUNTERS=1 adds per-core copies of the hardware counters
 # (neuron_coreM/stats/hardware/<counter>/total): 16 x 8 x 3 more counters in healthd's status.
-mkdir -p "$host/dev/shm"
+mkdir -p "$host/dev/shm" "$host/sys/module/neuron"
+echo 2.30.2.0 >"$host/sys/module/neuron/version"
+status_counters="success failure timeout exec_bad_input hw_error execute_completed_with_error
+  execute_completed_with_num_error generic_error resource_error resource_nc_error execute_failed_to_queue
+  invalid_error unsupported_neff_version oob_error hw_collectives_error hw_hbm_ue_error hw_nc_ue_error
+  hw_dma_abort_error execute_sw_nq_overflow execute_sw_semaphore_error execute_sw_event_error
+  execute_sw_psum_collision execute_sw_sequencer_fatal hw_repairable_hbm_ue_error"
+other_counters="model_load_count reset_req_count reset_fail_count inference_count flop_count nc_time_in_use"
 for ((i = 0; i < NEURONS; i++)); do
   d=$host/sys/devices/virtual/neuron_device/neuron$i
-  mkdir -p "$d/stats/hardware"
+  mkdir -p "$d/stats/hardware/health_status" "$d/info/architecture"
   : >"$host/dev/neuron$i"
   echo "$NEURON_CORES" >"$d/core_count"
+  echo Trainium2 >"$d/info/architecture/device_name"
   echo "$(((i + 1) % NEURONS)), $(((i + NEURONS - 1) % NEURONS))" >"$d/connected_devices"
-  for c in mem_ecc_uncorrected mem_ecc_repairable_uncorrected sram_ecc_uncorrected; do echo 0 >"$d/stats/hardware/$c"; done
+  for c in mem_ecc_uncorrected mem_ecc_repairable_uncorrected sram_ecc_uncorrected mem_ecc_corrected sram_ecc_corrected; do
+    echo 0 >"$d/stats/hardware/$c"
+  done
+  : >"$d/stats/hardware/health_status/unhealthy_components"
+  echo 1 >"$d/stats/hardware/health_status/healthcheck_heartbeat"
   for ((c = 0; c < NEURON_CORES; c++)); do
-    stats="status/exec_hw_error status/exec_sw_error status/exec_timeout status/exec_bad_input"
+    stats=""
+    for s in $status_counters; do stats+=" status/$s"; done
+    for s in $other_counters; do stats+=" other_info/$s"; done
     [ "${BENCH_NEURON_CORE_COUNTERS:-0}" = 1 ] &&
       stats+=" hardware/mem_ecc_uncorrected hardware/mem_ecc_repairable_uncorrected hardware/sram_ecc_uncorrected"
     for s in $stats; do
