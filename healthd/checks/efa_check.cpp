@@ -1,5 +1,8 @@
 #include "efa_check.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "result_util.hpp"
 
 namespace ar::healthd {
@@ -117,10 +120,8 @@ CheckResult judge_counters(const EfaSnapshot& snap, const EfaConfig& config, con
                     std::to_string(rises.size()) + " error counters within their thresholds over " + window_s + " s");
   }
   if (!missing.empty() && r.code.empty()) {  // told beside a pass; a finding's message (a drain reason) stays about the finding
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    r.message += "; not available on this driver (" + (snap.driver ? "efa " + snap.driver->text : std::string("efa version unknown")) +
-                 "): " + list;
+    r.message += fmt::format("; not available on this driver ({}): {}",
+                             snap.driver ? "efa " + snap.driver->text : std::string("efa version unknown"), fmt::join(missing, ", "));
   }
   r.detail = {{"window_s", config.counter_window.count()}, {"over", over}, {"counters", seen}, {"not_available", missing},
               {"driver_version", snap.driver ? nlohmann::json(snap.driver->text) : nlohmann::json(nullptr)}};

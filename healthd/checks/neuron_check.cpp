@@ -2,6 +2,9 @@
 
 #include <set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "collectors/neuron_layout.hpp"
 #include "result_util.hpp"
 
@@ -67,11 +70,7 @@ std::vector<std::string> not_available(const NeuronSnapshot& snap) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
+std::string joined(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ", ")); }
 
 CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config) {
   if (snap.devices.empty()) return make_result("neuron.errors", Status::ok, "not applicable: no Neuron device");
