@@ -136,13 +136,12 @@ std::vector<CheckResult> judge_efa(const EfaSnapshot& snap, std::uint32_t expect
 }
 
 EfaCheck::EfaCheck(const EfaConfig& config, const std::filesystem::path& host_root)
-    : config_(config), host_root_(host_root), root_(under_root(host_root, "/sys/class/infiniband")), window_(config.counter_window) {
+    : config_(config), host_root_(host_root), window_(config.counter_window) {
   for (const auto& [name, _] : config.counter_thresholds) counters_.push_back(name);
 }
 
 std::vector<CheckResult> EfaCheck::run_at(CounterWindow::Clock::time_point now) {
-  auto snap = read_efa_sysfs(root_, counters_);
-  if (!snap.devices.empty()) snap.driver = read_module_version(host_root_, "efa");
+  auto snap = read_efa_sysfs(host_root_, counters_);
   std::vector<EfaCounterRise> rises;
   std::set<std::string> keys;
   for (const auto& d : snap.devices) {

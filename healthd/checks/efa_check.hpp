@@ -59,7 +59,6 @@ class EfaCheck : public Check {
  private:
   EfaConfig config_;
   std::filesystem::path host_root_;
-  std::filesystem::path root_;  // /sys/class/infiniband under the host root
   std::vector<std::string> counters_;
   CounterWindow window_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "config/config.hpp"
 #include "sysfs_read.hpp"
 #include "text/text.hpp"
 
@@ -22,8 +23,9 @@ std::string port_state_name(const std::string& raw) {
   return b == std::string::npos ? std::string() : name.substr(b);
 }
 
-EfaSnapshot read_efa_sysfs(const std::filesystem::path& root, const std::vector<std::string>& counters) {
+EfaSnapshot read_efa_sysfs(const std::filesystem::path& host_root, const std::vector<std::string>& counters) {
   EfaSnapshot snap;
+  const auto root = under_root(host_root, "/sys/class/infiniband");
   std::error_code ec;
   for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     auto vendor = read_trimmed(it->path() / "device/vendor");
@@ -61,6 +63,7 @@ EfaSnapshot read_efa_sysfs(const std::filesystem::path& root, const std::vector<
   }
   std::sort(snap.devices.begin(), snap.devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   std::sort(snap.ignored.begin(), snap.ignored.end());
+  if (!snap.devices.empty()) snap.driver = read_module_version(host_root, "efa");
   return snap;
 }
 

@@ -52,14 +52,14 @@ struct EfaSnapshot {
   std::vector<EfaDevice> devices;  // EFA devices only, sorted by name
   // Amazon RDMA devices whose PCI device id is not an EFA one: "rdmap1s0 (0x1d0f:0x1234)".
   std::vector<std::string> ignored;
-  std::optional<DriverVersion> driver;  // /sys/module/efa/version, filled in by the check
+  std::optional<DriverVersion> driver;  // /sys/module/efa/version, read only when there is an EFA device
 };
 
-// Reads every EFA device under `sys_class_infiniband` (host root already applied) with the hw_counters
-// named in `counters`, at device level and per port (absent counter files are skipped: not every
-// driver has every counter). A missing class directory means no RDMA device at all: an empty
+// Reads every EFA device under /sys/class/infiniband of `host_root` (which may be "/") with the
+// hw_counters named in `counters`, at device level and per port (absent counter files are skipped: not
+// every driver has every counter). A missing class directory means no RDMA device at all: an empty
 // snapshot, not an error.
-EfaSnapshot read_efa_sysfs(const std::filesystem::path& sys_class_infiniband, const std::vector<std::string>& counters);
+EfaSnapshot read_efa_sysfs(const std::filesystem::path& host_root, const std::vector<std::string>& counters);
 
 // "4: ACTIVE" -> "ACTIVE"; a bare name is returned as it is.
 std::string port_state_name(const std::string& raw);

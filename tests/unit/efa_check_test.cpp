@@ -53,7 +53,7 @@ TEST(EfaSysfs, ReadsOnlyAmazonDevicesTheirPortsAndWantedCounters) {
   add_efa(t, "rdmap0s6", "1: DOWN");
   t.write(kIb + "mlx5_0/device/vendor", "0x15b3\n");  // a Mellanox HCA: not ours to judge
   t.write(kIb + "mlx5_0/ports/1/state", "4: ACTIVE\n");
-  auto snap = read_efa_sysfs(t.root() / "sys/class/infiniband", {"rdma_read_wr_err", "rx_drops", "absent_counter"});
+  auto snap = read_efa_sysfs(t.root(), {"rdma_read_wr_err", "rx_drops", "absent_counter"});
   ASSERT_EQ(snap.devices.size(), 2u);
   EXPECT_EQ(snap.devices[0].name, "rdmap0s6");
   EXPECT_EQ(snap.devices[0].ports.at(0).state, "DOWN");
@@ -65,7 +65,7 @@ TEST(EfaSysfs, ReadsOnlyAmazonDevicesTheirPortsAndWantedCounters) {
 
 TEST(EfaSysfs, NoRdmaClassIsNoDeviceNotAnError) {
   ar::test::FakeTree t;
-  EXPECT_TRUE(read_efa_sysfs(t.root() / "sys/class/infiniband", {}).devices.empty());
+  EXPECT_TRUE(read_efa_sysfs(t.root(), {}).devices.empty());
   EXPECT_EQ(port_state_name("4: ACTIVE"), "ACTIVE");
   EXPECT_EQ(port_state_name("DOWN"), "DOWN");
 }
@@ -189,7 +189,7 @@ TEST(EfaSysfs, TheDeviceIdIsCheckedAndANewerEfaGenerationIsCountedAndNoted) {
   t.write(kIb + "rdmap80s0/device/device", "0x7064\n");  // an Amazon function that is not EFA
   add_efa(t, "rdmap96s0");
   t.remove(kIb + "rdmap96s0/device/device");  // no id to check
-  auto snap = read_efa_sysfs(t.root() / "sys/class/infiniband", {"rx_drops"});
+  auto snap = read_efa_sysfs(t.root(), {"rx_drops"});
   ASSERT_EQ(snap.devices.size(), 2u);
   EXPECT_TRUE(snap.devices[0].known_id);
   EXPECT_FALSE(snap.devices[1].known_id);
