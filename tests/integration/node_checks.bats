@@ -39,6 +39,23 @@ teardown() {
 second_node() { job_nodes "$1" | tail -1; }
 drained() { [[ "$(node_state "$1")" == drain* ]]; }
 
+# The shape of every fault test here: a two-node auto-resume job runs (JOB), a fault is written into
+# its second node's fake sysfs (VICTIM), healthd drains it with REASON and requeues the job once,
+# the job runs again on healthy nodes, and the node returns once the fault is cleared.
+start_two_node_job() {
+  JOB=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
+  wait_until 60 job_running_attempt "$JOB" 0
+  VICTIM=$(second_node "$JOB")
+}
+requeued_off_victim() {
+  wait_until 30 job_running_attempt "$JOB" 1
+  drained "$VICTIM"
+  [ "$(node_reason "$VICTIM")" = "$1" ]
+  job_not_on "$JOB" "$VICTIM"
+  [ "$(job_restarts "$JOB")" = 1 ]
+}
+victim_back_in_service() { wait_until $((30 + SLURM_SETTLE_S)) node_idle "$VICTIM"; }
+
 # check_field NODE CHECK PYTHON-EXPR: a value from one result's JSON (`r`) as healthctl shows it on
 # NODE, e.g. 'r["message"]' of neuron.errors.
 check_field() {
@@ -63,37 +80,24 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
 }
 
 @test "an EFA port going DOWN under a running auto-resume job: drain, requeue, running again; back when ACTIVE" {
-  local job victim
-  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
-  wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
-  efa_port_state "$victim" rdmap32s27 "1: DOWN"
-  wait_until 30 job_running_attempt "$job" 1
-  drained "$victim"
-  [ "$(node_reason "$victim")" = "healthd: EFA-PORT-DOWN: rdmap32s27 port 1 is DOWN" ]
-  job_not_on "$job" "$victim"
-  [ "$(job_restarts "$job")" = 1 ]
+  start_two_node_job
+  efa_port_state "$VICTIM" rdmap32s27 "1: DOWN"
+  requeued_off_victim "healthd: EFA-PORT-DOWN: rdmap32s27 port 1 is DOWN"
   # still down: the node stays out
   sleep 3
-  drained "$victim"
-  efa_port_state "$victim" rdmap32s27 "4: ACTIVE"
-  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
+  drained "$VICTIM"
+  efa_port_state "$VICTIM" rdmap32s27 "4: ACTIVE"
+  victim_back_in_service
 }
 
 @test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; back when cleared" {
-  local job victim
-  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
-  wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
-  neuron_counter "$victim" neuron1 mem_ecc_uncorrected 1
-  wait_until 30 job_running_attempt "$job" 1
-  drained "$victim"
-  [ "$(node_reason "$victim")" = "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors)" ]
-  job_not_on "$job" "$victim"
-  [[ "$(job_admin_comment "$job")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $victim"* ]]
+  start_two_node_job
+  neuron_counter "$VICTIM" neuron1 mem_ecc_uncorrected 1
+  requeued_off_victim "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors)"
+  [[ "$(job_admin_comment "$JOB")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $VICTIM"* ]]
   # the driver reloaded (the counters start from zero): the node returns
-  neuron_counter "$victim" neuron1 mem_ecc_uncorrected 0
-  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
+  neuron_counter "$VICTIM" neuron1 mem_ecc_uncorrected 0
+  victim_back_in_service
 }
 
 corrected_shown() { [ "$(check_field "$1" neuron.errors 'r["message"]')" = "$2" ]; }
@@ -116,18 +120,11 @@ corrected_shown() { [ "$(check_field "$1" neuron.errors 'r["message"]')" = "$2" 
 }
 
 @test "the Neuron driver's health bitmap names hbm under a running auto-resume job: drain, requeue; back when clear" {
-  local job victim
-  job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
-  wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
-  neuron_unhealthy "$victim" neuron1 "hbm"
-  wait_until 30 job_running_attempt "$job" 1
-  drained "$victim"
-  [ "$(node_reason "$victim")" = "healthd: NEURON-UNHEALTHY: neuron1: the Neuron driver reports hbm unhealthy (stats/hardware/health_status/unhealthy_components)" ]
-  job_not_on "$job" "$victim"
-  [ "$(job_restarts "$job")" = 1 ]
-  neuron_unhealthy "$victim" neuron1 ""
-  wait_until $((30 + SLURM_SETTLE_S)) node_idle "$victim"
+  start_two_node_job
+  neuron_unhealthy "$VICTIM" neuron1 "hbm"
+  requeued_off_victim "healthd: NEURON-UNHEALTHY: neuron1: the Neuron driver reports hbm unhealthy (stats/hardware/health_status/unhealthy_components)"
+  neuron_unhealthy "$VICTIM" neuron1 ""
+  victim_back_in_service
 }
 
 # Issue 10 item 10: an admin resumed a node whose fault persisted; healthd requeued every auto-resume
