@@ -2,6 +2,7 @@
 // and on `healthctl reload`-style restarts. Properties: never a crash or undefined behaviour; an error
 // is a message, never an exception.
 #include "config/config.hpp"
+#include "checks/registry.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

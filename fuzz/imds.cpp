@@ -1,7 +1,7 @@
 // EC2 instance-metadata replies (healthd/checks/ec2_check: parse_maintenance_events,
 // parse_spot_action, then judge_ec2_notices), as ImdsClient hands over a reply body. Properties:
 // never a crash; the notices a reply yields can be judged and the result reported.
-#include "checks/ec2_check.hpp"
+#include "checks/ec2/ec2_check.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,6 +1,6 @@
 // The action journal's state file (healthd/engine/journal: Journal::load), replayed at every start.
 // Properties: never a crash or undefined behaviour on any file content.
-#include "engine/journal.hpp"
+#include "state/journal.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -2,8 +2,8 @@
 // xid_check: parse_xid_line), each input line as the reader hands it over. Properties: never a crash,
 // and what a match keeps of the line can be written into a reply or a state file (nlohmann's dump()
 // throws on invalid UTF-8, which ended the daemon: issue 10, item 2).
-#include "checks/kernel_log_check.hpp"
-#include "checks/xid_check.hpp"
+#include "checks/kernel_log/kernel_log_check.hpp"
+#include "checks/gpu/xid_check.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,7 +1,7 @@
 // The kernel-log check's remembered faults (healthd/checks/kernel_log_check: the state file read by
 // the KernelLogCheck constructor). Properties: never a crash or undefined behaviour (its timestamps
 // are turned into steady-clock times); the faults it restores can be judged and reported.
-#include "checks/kernel_log_check.hpp"
+#include "checks/kernel_log/kernel_log_check.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

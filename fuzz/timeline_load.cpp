@@ -1,7 +1,7 @@
 // The job timeline's state file (healthd/engine/timeline: Timeline::load), read at every start and
 // shown by `healthctl explain`. Properties: never a crash or undefined behaviour; what loads can be
 // sent in a reply.
-#include "engine/timeline.hpp"
+#include "state/timeline.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

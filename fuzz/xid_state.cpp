@@ -1,7 +1,7 @@
 // The XID check's remembered events (healthd/checks/xid_check: the state file read by the XidCheck
 // constructor, with the boot id that decides which faults a reboot cured). Properties: never a crash
 // or undefined behaviour; the events it restores can be judged and reported.
-#include "checks/xid_check.hpp"
+#include "checks/gpu/xid_check.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -292,7 +292,8 @@ std::expected<void, std::string> become_child_subreaper() {
 }
 
 std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv,
-                                                      std::chrono::milliseconds timeout, std::size_t max_output) {
+                                                      std::chrono::milliseconds timeout, std::size_t max_output,
+                                                      const std::vector<std::string>& extra_env) {
   if (argv.empty()) return std::unexpected(std::string("run: empty command"));
   if (argv[0].empty() || argv[0].front() != '/')
     return std::unexpected("run " + argv[0] + ": not an absolute path (programs are resolved when the config is loaded)");
@@ -328,6 +329,7 @@ std::expected<ProcessResult, std::string> run_process(const std::vector<std::str
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   auto env_entries = child_environment();
+  env_entries.insert(env_entries.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (auto& e : env_entries) envp.push_back(e.data());
   envp.push_back(nullptr);

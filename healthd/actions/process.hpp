@@ -60,9 +60,10 @@ inline constexpr std::chrono::milliseconds kKillGrace{2000};
 
 // argv[0] must be absolute. The error is for failures to start (pipe, spawn) and for a child that
 // did not exit within kKillGrace after SIGKILL (stuck in the kernel): its pid is then left to the
-// background reaper.
+// background reaper. `extra_env` (NAME=value) is added to child_environment() for this child.
 std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv,
                                                       std::chrono::milliseconds timeout,
-                                                      std::size_t max_output = 64 * 1024);
+                                                      std::size_t max_output = 64 * 1024,
+                                                      const std::vector<std::string>& extra_env = {});
 
 }  // namespace ar::healthd

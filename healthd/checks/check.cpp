@@ -1,26 +1,8 @@
-#include "check.hpp"
+#include "checks/check.hpp"
 
 #include "state/atomic_file.hpp"
 
 namespace ar::healthd {
-
-std::string to_string(Action a) {
-  switch (a) {
-    case Action::none: return "none";
-    case Action::warn: return "warn";
-    case Action::drain: return "drain";
-    case Action::reboot: return "reboot";
-  }
-  return "none";
-}
-
-std::optional<Action> parse_action(const std::string& s) {
-  if (s == "none") return Action::none;
-  if (s == "warn") return Action::warn;
-  if (s == "drain") return Action::drain;
-  if (s == "reboot") return Action::reboot;
-  return std::nullopt;
-}
 
 std::string to_string(Status s) {
   switch (s) {
@@ -30,6 +12,15 @@ std::string to_string(Status s) {
     case Status::error: return "error";
   }
   return "error";
+}
+
+Status status_for(Action a) {
+  switch (a) {
+    case Action::none: return Status::ok;
+    case Action::warn:
+    case Action::restart_app: return Status::warn;
+    default: return Status::fault;
+  }
 }
 
 nlohmann::json CheckResult::to_json() const {

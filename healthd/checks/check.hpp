@@ -7,15 +7,13 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
+#include "actions/action.hpp"
+
 namespace ar::healthd {
-
-// What a fault calls for, in rising order of severity.
-enum class Action { none, warn, drain, reboot };
-
-std::string to_string(Action a);
-std::optional<Action> parse_action(const std::string& s);
 
 enum class Status {
   ok,      // healthy
@@ -25,6 +23,10 @@ enum class Status {
 };
 
 std::string to_string(Status s);
+
+// The status a finding carries given the action it calls for: none passes, warn (and an
+// application's fault, restart_app) warns, the rest fault.
+Status status_for(Action a);
 
 // A fault announced ahead of time (an EC2 maintenance event, a spot notice): before acting, ask the
 // auto-resume jobs on the node to checkpoint (send `signal`), and act only `grace` later.
@@ -67,6 +69,14 @@ class Check {
   // Called before run() in a sweep an admin asked for (healthctl check --now): an expensive check
   // that otherwise runs rarely runs now.
   virtual void requested_on_demand() {}
+
+  // Asks for a sweep now, from any thread (an event between sweeps: a kernel-log fault line, an NVML
+  // XID event); `why` is logged. The daemon posts it to its event loop.
+  using JudgeNow = std::function<void(const std::string& why)>;
+  // A check that is also an event source starts its watcher here, after every check is built, and
+  // stops (joins) it in stop(), before the engine stops. Most checks have none.
+  virtual void start(JudgeNow /*judge_now*/) {}
+  virtual void stop() {}
 };
 
 }  // namespace ar::healthd

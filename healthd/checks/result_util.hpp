@@ -3,20 +3,9 @@
 
 #include <string>
 
-#include "check.hpp"
+#include "checks/check.hpp"
 
 namespace ar::healthd {
-
-// The status a finding carries given the action it calls for: none passes, warn warns, the rest fault.
-inline Status status_for(Action a) {
-  switch (a) {
-    case Action::none: return Status::ok;
-    case Action::warn: return Status::warn;
-    case Action::drain:
-    case Action::reboot: return Status::fault;
-  }
-  return Status::fault;
-}
 
 inline CheckResult make_result(std::string check, Status status, std::string message) {
   CheckResult r;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "config/config.hpp"
+#include "collectors/host_path.hpp"
 #include "sysfs_read.hpp"
 #include "text/text.hpp"
 

@@ -56,6 +56,13 @@ struct GpuSnapshot {
   std::map<std::string, std::string> errors;
 };
 
+// An NVML entry point this driver's library lacks, and the area of the checks it disables.
+struct MissingEntryPoint {
+  std::string symbol;    // "nvmlDeviceGetRemappedRows"
+  std::string disables;  // "row remapping"
+  std::string text() const { return symbol + " (" + disables + ")"; }
+};
+
 struct GpuFleetSnapshot {
   bool nvml_loaded = false;         // the library was found and nvmlInit succeeded
   std::string load_error;           // why not, when it was not
@@ -63,7 +70,7 @@ struct GpuFleetSnapshot {
   std::optional<unsigned> device_count;  // what nvmlDeviceGetCount said
   std::vector<GpuSnapshot> gpus;
   // Entry points missing from this driver's library, and the checks they disable.
-  std::vector<std::string> missing_symbols;
+  std::vector<MissingEntryPoint> missing_symbols;
 };
 
 // The PCI address in the form the kernel log uses ("0000:18:00"): lower case, 4-digit domain, no

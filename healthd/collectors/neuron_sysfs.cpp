@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "config/config.hpp"
+#include "collectors/host_path.hpp"
 #include "neuron_layout.hpp"
 #include "sysfs_read.hpp"
 #include "text/text.hpp"

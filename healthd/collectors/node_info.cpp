@@ -8,7 +8,7 @@
 #include <sys/statvfs.h>
 #include <sys/timex.h>
 
-#include "config/config.hpp"
+#include "collectors/host_path.hpp"
 #include "sysfs_read.hpp"
 
 namespace ar::healthd {

@@ -1,5 +1,5 @@
 // Small readers for sysfs/procfs files: one value per file, errors as values that name the file.
-// Every path handed in is already under the host root (see under_root in config.hpp).
+// Every path handed in is already under the host root (see under_root in host_path.hpp).
 #pragma once
 
 #include <cstdint>

@@ -115,9 +115,9 @@ std::expected<std::vector<InstanceProfile>, std::string> parse_profiles(std::str
   return out;
 }
 
-std::expected<InstanceProfile, std::string> resolve_profile(const std::string& name, const std::filesystem::path& profile_dir) {
+std::expected<InstanceProfile, ProfileError> resolve_profile(const std::string& name, const std::filesystem::path& profile_dir) {
   if (name == "auto")
-    return std::unexpected(std::string("instance_type \"auto\" needs the EC2 instance metadata, which is not wired yet"));
+    return std::unexpected(ProfileError{"instance_type \"auto\" needs the EC2 instance metadata, which is not wired yet"});
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(profile_dir, ec), end; !ec && it != end; it.increment(ec))
@@ -126,30 +126,22 @@ std::expected<InstanceProfile, std::string> resolve_profile(const std::string& n
   std::optional<InstanceProfile> found;
   for (const auto& f : files) {
     std::ifstream in(f);
-    if (!in) return std::unexpected(f.string() + ": cannot open: " + std::strerror(errno));
+    if (!in) return std::unexpected(ProfileError{f.string() + ": cannot open: " + std::strerror(errno), true});
     std::stringstream text;
     text << in.rdbuf();
     auto parsed = parse_profiles(text.str(), f.string());
-    if (!parsed) return std::unexpected(parsed.error());
+    if (!parsed) return std::unexpected(ProfileError{parsed.error(), true});
     for (auto& prof : *parsed)
       if (prof.name == name) found = std::move(prof);
   }
   if (found) return *found;
   for (const auto& prof : builtin_profiles())
     if (prof.name == name) return prof;
-  return std::unexpected("unknown instance type '" + name + "': no built-in profile and none in " + profile_dir.string());
+  return std::unexpected(ProfileError{"unknown instance type '" + name + "': no built-in profile and none in " + profile_dir.string()});
 }
 
 void apply_profile(Config& config, const InstanceProfile& profile) {
-  if (!config.efa.expected_devices) config.efa.expected_devices = profile.efa_devices;
-  // GPU counts: 0 in [checks.gpu] means "not set" (a GPU node never expects zero GPUs).
-  if (config.gpu.thresholds.expected_count == 0) config.gpu.thresholds.expected_count = profile.gpus;
-  if (config.gpu.thresholds.nvlink_expected_links == 0 && profile.gpus > 0)
-    config.gpu.thresholds.nvlink_expected_links = profile.nvlinks_per_gpu;
-  if (!config.neuron.expected_devices) config.neuron.expected_devices = profile.neuron_devices;
-  if (!config.node.expected_cpus && profile.cpus > 0) config.node.expected_cpus = profile.cpus;
-  if (!config.node.min_memory_gib && profile.memory_gib > 0)
-    config.node.min_memory_gib = profile.memory_gib * (1.0 - config.node.memory_slack_pct / 100.0);
+  for (auto& [name, settings] : config.checks) settings->apply_profile(profile);
 }
 
 }  // namespace ar::healthd

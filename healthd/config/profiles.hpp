@@ -20,31 +20,28 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "config/config.hpp"
+#include "config/instance_profile.hpp"
 
 namespace ar::healthd {
-
-struct InstanceProfile {
-  std::string name;
-  std::uint32_t gpus = 0;
-  std::uint32_t nvlinks_per_gpu = 0;  // 0: not known / no NVLink
-  std::uint32_t neuron_devices = 0;
-  std::uint32_t efa_devices = 0;      // one EFA per network card, as AWS recommends for these types
-  std::uint32_t cpus = 0;             // vCPUs; 0: not judged
-  double memory_gib = 0;              // nominal; 0: not judged
-  std::string source;
-};
 
 const std::vector<InstanceProfile>& builtin_profiles();
 
 // Parses one profile file; errors read "<file>:<line>:<column>: <what>".
 std::expected<std::vector<InstanceProfile>, std::string> parse_profiles(std::string_view text, const std::string& source_name);
 
+// Why no profile was found: a message, and whether it is a profile file's own error (which carries
+// the file's position; otherwise the caller names the key that asked for the profile).
+struct ProfileError {
+  std::string message;
+  bool in_profile_file = false;
+};
+
 // The profile called `name`: the admin's (every *.toml in `profile_dir`, a missing directory being
 // none) before the built-in ones. "auto" (detection from EC2 instance metadata) is not resolved here.
-std::expected<InstanceProfile, std::string> resolve_profile(const std::string& name, const std::filesystem::path& profile_dir);
+std::expected<InstanceProfile, ProfileError> resolve_profile(const std::string& name, const std::filesystem::path& profile_dir);
 
-// Fills the expectations the config leaves unset from the profile.
+// Fills the expectations the config leaves unset from the profile: each check's settings fill their own.
 void apply_profile(Config& config, const InstanceProfile& profile);
 
 }  // namespace ar::healthd

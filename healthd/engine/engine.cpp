@@ -56,6 +56,14 @@ std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs,
   return seq;
 }
 
+void Engine::note(std::uint32_t job_id, TimelineEvent event) {
+  {
+    std::lock_guard lock(mutex_);
+    notes_.emplace_back(job_id, std::move(event));
+  }
+  wake_.notify_all();
+}
+
 void Engine::reconfigure(const PolicyConfig& policy) {
   {
     std::lock_guard lock(mutex_);
@@ -141,6 +149,7 @@ std::vector<CheckResult> Engine::sweep(bool everything, bool poll) {
 void Engine::loop() {
   for (;;) {
     std::optional<SweepRequest> request;
+    std::deque<std::pair<std::uint32_t, TimelineEvent>> notes;
     {
       std::unique_lock lock(mutex_);
       // Wake for the next request, or when a journal entry is due (a requeue waiting some tens of ms
@@ -150,8 +159,9 @@ void Engine::loop() {
         auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
         wait = std::clamp(until, std::chrono::milliseconds(0), wait);
       }
-      wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty(); });
+      wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty(); });
       if (stopping_) return;
+      notes.swap(notes_);
       if (!requests_.empty()) {
         request = std::move(requests_.front());
         requests_.pop_front();
@@ -163,6 +173,7 @@ void Engine::loop() {
     }
     auto now = std::chrono::system_clock::now();
     try {
+      for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
       if (request) {
         spdlog::debug("sweep: {}", request->why);
         const auto started = std::chrono::steady_clock::now();

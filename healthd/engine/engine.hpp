@@ -38,6 +38,10 @@ class Engine {
   std::uint64_t request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt,
                               bool force = false, bool poll = false);
 
+  // An event for a job's timeline, recorded on the engine thread before its next piece of work (the
+  // event loop hands it over rather than touch the timeline itself).
+  void note(std::uint32_t job_id, TimelineEvent event);
+
   // New policy (SIGHUP): applied on the engine thread between two pieces of work.
   void reconfigure(const PolicyConfig& policy);
 
@@ -72,6 +76,7 @@ class Engine {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<SweepRequest> requests_;
+  std::deque<std::pair<std::uint32_t, TimelineEvent>> notes_;
   std::uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::optional<PolicyConfig> new_policy_;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "checks/kernel_log_check.hpp"
-#include "checks/xid_check.hpp"
+#include "checks/kernel_log/kernel_log_check.hpp"
+#include "checks/gpu/xid_check.hpp"
 #include "config/config.hpp"
 #include "temp_dir.hpp"
 

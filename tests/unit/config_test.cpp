@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "checks/registry.hpp"
+#include "checks/gpu/gpu_config.hpp"
+#include "checks/script/script_config.hpp"
 #include "temp_dir.hpp"
 
 using namespace ar::healthd;
@@ -109,20 +112,20 @@ action = "drain"
 )",
                         "g.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_EQ(c->gpu.library, "/opt/nvidia/libnvidia-ml.so.1");
-  EXPECT_EQ(c->gpu.deadline.count(), 2000);
-  EXPECT_EQ(c->gpu.thresholds.expected_count, 8u);
-  EXPECT_TRUE(c->gpu.thresholds.required);
-  EXPECT_EQ(c->gpu.thresholds.pcie_width_action, Action::warn);
-  EXPECT_EQ(c->gpu.thresholds.nvlink_expected_links, 18u);
-  EXPECT_EQ(c->gpu.thresholds.temperature_max_c, 88u);
-  EXPECT_EQ(c->gpu.xid_hold.count(), 120);
-  EXPECT_EQ(c->gpu.xid_unknown, XidAction::warn);
-  ASSERT_EQ(c->gpu.xid_rules.size(), 2u);
-  EXPECT_EQ(c->gpu.xid_rules.at(92).count, 3u);
-  EXPECT_EQ(c->gpu.xid_rules.at(92).window.count(), 600);
-  EXPECT_EQ(c->gpu.xid_rules.at(79).action, XidAction::drain);
-  EXPECT_EQ(c->gpu.xid_rules.at(79).description, "GPU has fallen off the bus");  // kept from the table
+  EXPECT_EQ(c->section<GpuConfig>().library, "/opt/nvidia/libnvidia-ml.so.1");
+  EXPECT_EQ(c->section<GpuConfig>().deadline.count(), 2000);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.expected_count, 8u);
+  EXPECT_TRUE(c->section<GpuConfig>().thresholds.required);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.pcie_width_action, Action::warn);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.nvlink_expected_links, 18u);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.temperature_max_c, 88u);
+  EXPECT_EQ(c->section<GpuConfig>().xid_hold.count(), 120);
+  EXPECT_EQ(c->section<GpuConfig>().xid_unknown, Action::warn);
+  ASSERT_EQ(c->section<GpuConfig>().xid_rules.size(), 2u);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(92).count, 3u);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(92).window.count(), 600);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(79).action, Action::drain);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(79).description, "GPU has fallen off the bus");  // kept from the table
 }
 
 TEST(Config, BadXidRulesAreNamed) {
@@ -216,8 +219,8 @@ TEST(ConfigRefusals, LoadResolvesProgramNamesInTheFixedPathOnce) {
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->slurm.scontrol.front(), '/');
   EXPECT_TRUE(std::filesystem::equivalent(c->slurm.scontrol, "/bin/sh")) << c->slurm.scontrol;
-  EXPECT_EQ(c->scripts.at(0).command.at(0), c->slurm.scontrol);
-  EXPECT_EQ(c->scripts.at(0).command.at(1), "-c");
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts.at(0).command.at(0), c->slurm.scontrol);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts.at(0).command.at(1), "-c");
 
   auto file = (dir / "healthd.toml").string();
   c = load_text(dir, "[daemon]\nnode_name = \"n1\"\n[slurm]\nscontrol = \"ar-no-such-scontrol\"\n");

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "checks/dcgm_check.hpp"
+#include "checks/dcgm/dcgm_check.hpp"
 #include "temp_dir.hpp"
 
 using namespace ar::healthd;

@@ -2,7 +2,9 @@
 // against the fake metadata server (token required, scenario from files).
 #include <gtest/gtest.h>
 
-#include "checks/ec2_check.hpp"
+#include "checks/ec2/ec2_check.hpp"
+#include "checks/registry.hpp"
+#include "checks/ec2/ec2_config.hpp"
 #include "config/config.hpp"
 #include "fake_imds.hpp"
 
@@ -132,13 +134,13 @@ checkpoint_grace_s = 120
 action = "reboot"
 )", "h.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_TRUE(c->ec2.enabled);
-  EXPECT_EQ(c->ec2.endpoint, "http://127.0.0.1:8080");
-  EXPECT_EQ(c->ec2.interval, 10s);
-  EXPECT_EQ(c->ec2.timeout, 500ms);
-  EXPECT_EQ(c->ec2.checkpoint_signal, "USR2");
-  EXPECT_EQ(c->ec2.checkpoint_grace, 120s);
-  EXPECT_EQ(c->ec2.action, Action::reboot);
+  EXPECT_TRUE(c->section<Ec2Config>().enabled);
+  EXPECT_EQ(c->section<Ec2Config>().endpoint, "http://127.0.0.1:8080");
+  EXPECT_EQ(c->section<Ec2Config>().interval, 10s);
+  EXPECT_EQ(c->section<Ec2Config>().timeout, 500ms);
+  EXPECT_EQ(c->section<Ec2Config>().checkpoint_signal, "USR2");
+  EXPECT_EQ(c->section<Ec2Config>().checkpoint_grace, 120s);
+  EXPECT_EQ(c->section<Ec2Config>().action, Action::reboot);
   auto bad = parse_config("[checks.ec2]\ncheckpoint_signal = \"KILL\"\n", "h.toml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("h.toml:2:"), std::string::npos) << bad.error();

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "checks/efa_check.hpp"
+#include "checks/efa/efa_check.hpp"
 #include "collectors/efa_sysfs.hpp"
 #include "fake_tree.hpp"
 

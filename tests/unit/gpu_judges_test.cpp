@@ -2,7 +2,7 @@
 // reported as not checked.
 #include <gtest/gtest.h>
 
-#include "checks/gpu_judges.hpp"
+#include "checks/gpu/gpu_judges.hpp"
 #include "collectors/nvml/nvml_api.hpp"
 
 using namespace ar::healthd;
@@ -112,7 +112,7 @@ TEST(GpuJudges, MemoryErrorsNameTheGpuAndTheCure) {
 
 TEST(GpuJudges, MemoryUnknownEverywhereIsNotChecked) {
   auto f = fleet(2);
-  f.missing_symbols = {"nvmlDeviceGetRemappedRows (row remapping)"};
+  f.missing_symbols = {{"nvmlDeviceGetRemappedRows", "row remapping"}};
   for (auto& g : f.gpus) {
     g.row_remap.reset();
     g.ecc_uncorrected_volatile.reset();
@@ -195,7 +195,7 @@ TEST(GpuJudges, TheDriversRecoveryActionDecides) {
   f.gpus[7].recovery_action = NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET;
   EXPECT_EQ(judge_gpu_recovery(f).action, Action::drain);
   for (auto& g : f.gpus) g.recovery_action.reset();
-  f.missing_symbols = {"nvmlDeviceGetFieldValues (GPU recovery action)"};
+  f.missing_symbols = {{"nvmlDeviceGetFieldValues", "GPU recovery action"}};
   EXPECT_TRUE(mentions(judge_gpu_recovery(f), "not checked"));
 }
 

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "checks/kernel_log_check.hpp"
+#include "checks/kernel_log/kernel_log_check.hpp"
+#include "checks/registry.hpp"
+#include "checks/kernel_log/kernel_log_config.hpp"
 #include "collectors/kernel_log_reader.hpp"
+#include "collectors/host_path.hpp"
 #include "config/config.hpp"
 #include "temp_dir.hpp"
 
@@ -166,9 +169,9 @@ action = "warn"
   EXPECT_EQ(c->policy.max_resumes, 5u);
   EXPECT_DOUBLE_EQ(c->policy.max_drained_share, 0.25);
   EXPECT_EQ(c->slurm.timeout.count(), 3);
-  EXPECT_EQ(c->kernel_log.hold.count(), 30);
-  ASSERT_EQ(c->kernel_log.rules.size(), 1u);
-  EXPECT_EQ(c->kernel_log.rules[0].action, Action::warn);
+  EXPECT_EQ(c->section<KernelLogConfig>().hold.count(), 30);
+  ASSERT_EQ(c->section<KernelLogConfig>().rules.size(), 1u);
+  EXPECT_EQ(c->section<KernelLogConfig>().rules[0].action, Action::warn);
   EXPECT_EQ(under_root(c->host_root, "/dev/kmsg"), "/host/dev/kmsg");
 }
 
@@ -311,7 +314,7 @@ TEST(KernelLogCheck, TheWatcherThreadPollsAndCallsBackOnANewFault) {
   std::mutex m;
   std::condition_variable cv;
   int calls = 0;
-  check.start([&] {
+  check.start([&](const std::string&) {
     std::lock_guard lock(m);
     ++calls;
     cv.notify_all();

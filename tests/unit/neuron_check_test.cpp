@@ -2,7 +2,7 @@
 // cites the source of every path).
 #include <gtest/gtest.h>
 
-#include "checks/neuron_check.hpp"
+#include "checks/neuron/neuron_check.hpp"
 #include "collectors/neuron_layout.hpp"
 #include "collectors/neuron_sysfs.hpp"
 #include "neuron_fixtures.hpp"

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "checks/node_check.hpp"
+#include "checks/node/node_check.hpp"
 #include "collectors/node_info.hpp"
 #include "collectors/sysfs_read.hpp"
 #include "fake_tree.hpp"

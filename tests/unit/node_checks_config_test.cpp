@@ -2,22 +2,26 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "checks/registry.hpp"
+#include "checks/efa/efa_config.hpp"
+#include "checks/neuron/neuron_config.hpp"
+#include "checks/node/node_config.hpp"
 
 using namespace ar::healthd;
 
 TEST(NodeChecksConfig, DefaultsCannotDrainANodeWithoutTheHardware) {
   auto c = parse_config("", "f.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_TRUE(c->efa.enabled);
-  EXPECT_FALSE(c->efa.expected_devices);
-  EXPECT_EQ(c->efa.counter_action, Action::warn);
-  EXPECT_TRUE(c->efa.counter_thresholds.contains("rdma_read_wr_err"));
-  EXPECT_FALSE(c->neuron.expected_devices);
-  EXPECT_EQ(c->neuron.max_uncorrected, 0u);
-  EXPECT_FALSE(c->node.expected_cpus);
-  EXPECT_FALSE(c->node.min_memory_gib);
-  EXPECT_EQ(c->node.min_shm_gib, 0);
-  EXPECT_EQ(c->node.required_processes, (std::vector<std::string>{"munged", "slurmd"}));
+  EXPECT_TRUE(c->section<EfaConfig>().enabled);
+  EXPECT_FALSE(c->section<EfaConfig>().expected_devices);
+  EXPECT_EQ(c->section<EfaConfig>().counter_action, Action::warn);
+  EXPECT_TRUE(c->section<EfaConfig>().counter_thresholds.contains("rdma_read_wr_err"));
+  EXPECT_FALSE(c->section<NeuronConfig>().expected_devices);
+  EXPECT_EQ(c->section<NeuronConfig>().max_uncorrected, 0u);
+  EXPECT_FALSE(c->section<NodeConfig>().expected_cpus);
+  EXPECT_FALSE(c->section<NodeConfig>().min_memory_gib);
+  EXPECT_EQ(c->section<NodeConfig>().min_shm_gib, 0);
+  EXPECT_EQ(c->section<NodeConfig>().required_processes, (std::vector<std::string>{"munged", "slurmd"}));
   EXPECT_TRUE(c->instance_type.empty());
 }
 
@@ -53,19 +57,19 @@ required_processes = ["munged", "slurmd", "sshd"]
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->instance_type, "p5.48xlarge");
   EXPECT_EQ(c->profile_dir, "/etc/x/profiles");
-  EXPECT_EQ(c->efa.expected_devices, 32u);
-  EXPECT_EQ(c->efa.counter_window.count(), 120);
-  EXPECT_EQ(c->efa.counter_action, Action::drain);
-  EXPECT_EQ(c->efa.counter_thresholds, (std::map<std::string, std::uint64_t>{{"retrans_timeout_events", 7}, {"rx_drops", 5}}));
-  EXPECT_FALSE(c->neuron.enabled);
-  EXPECT_EQ(c->neuron.expected_devices, 16u);
-  EXPECT_EQ(c->neuron.max_uncorrected, 2u);
-  EXPECT_EQ(c->node.expected_cpus, 192u);
-  EXPECT_DOUBLE_EQ(*c->node.min_memory_gib, 1900.5);
-  EXPECT_DOUBLE_EQ(c->node.memory_slack_pct, 5);
-  EXPECT_DOUBLE_EQ(c->node.min_shm_gib, 64);
-  EXPECT_EQ(c->node.clock_action, Action::none);
-  EXPECT_EQ(c->node.required_processes.size(), 3u);
+  EXPECT_EQ(c->section<EfaConfig>().expected_devices, 32u);
+  EXPECT_EQ(c->section<EfaConfig>().counter_window.count(), 120);
+  EXPECT_EQ(c->section<EfaConfig>().counter_action, Action::drain);
+  EXPECT_EQ(c->section<EfaConfig>().counter_thresholds, (std::map<std::string, std::uint64_t>{{"retrans_timeout_events", 7}, {"rx_drops", 5}}));
+  EXPECT_FALSE(c->section<NeuronConfig>().enabled);
+  EXPECT_EQ(c->section<NeuronConfig>().expected_devices, 16u);
+  EXPECT_EQ(c->section<NeuronConfig>().max_uncorrected, 2u);
+  EXPECT_EQ(c->section<NodeConfig>().expected_cpus, 192u);
+  EXPECT_DOUBLE_EQ(*c->section<NodeConfig>().min_memory_gib, 1900.5);
+  EXPECT_DOUBLE_EQ(c->section<NodeConfig>().memory_slack_pct, 5);
+  EXPECT_DOUBLE_EQ(c->section<NodeConfig>().min_shm_gib, 64);
+  EXPECT_EQ(c->section<NodeConfig>().clock_action, Action::none);
+  EXPECT_EQ(c->section<NodeConfig>().required_processes.size(), 3u);
 }
 
 TEST(NodeChecksConfig, BadValuesNameFileLineAndKey) {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "checks/gpu_check.hpp"
+#include "checks/gpu/gpu_check.hpp"
 #include "collectors/nvml/nvml_collector.hpp"
 #include "collectors/nvml/nvml_events.hpp"
 #include "temp_dir.hpp"
@@ -62,7 +62,7 @@ TEST(NvmlCollector, AnOlderDriverLosesOnlyWhatItLacks) {
   EXPECT_EQ(fleet.gpus[0].clock_event_reasons, 8u);  // through the older ClocksThrottleReasons name
   EXPECT_FALSE(fleet.gpus[0].recovery_action);
   ASSERT_EQ(fleet.missing_symbols.size(), 1u);
-  EXPECT_EQ(fleet.missing_symbols[0], "nvmlDeviceGetFieldValues (GPU recovery action)");
+  EXPECT_EQ(fleet.missing_symbols[0].text(), "nvmlDeviceGetFieldValues (GPU recovery action)");
   auto r = judge_gpu_recovery(fleet);
   EXPECT_NE(r.message.find("not checked"), std::string::npos) << r.message;
 }

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "checks/registry.hpp"
+#include "checks/gpu/gpu_config.hpp"
+#include "checks/dcgm/dcgm_config.hpp"
 
 using namespace ar::healthd;
 
@@ -29,6 +32,6 @@ TEST(PackagedConfig, EveryDocumentedKeyIsAcceptedByTheSchema) {
   EXPECT_GT(uncommented, 80);
   auto c = parse_config(text.str(), "packaging/healthd.toml (uncommented)");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_EQ(c->gpu.xid_rules.at(92).count, 3u);
-  EXPECT_EQ(c->dcgm.level, 1u);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(92).count, 3u);
+  EXPECT_EQ(c->section<DcgmConfig>().level, 1u);
 }

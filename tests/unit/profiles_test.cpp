@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "checks/registry.hpp"
+#include "checks/gpu/gpu_config.hpp"
+#include "checks/efa/efa_config.hpp"
+#include "checks/neuron/neuron_config.hpp"
+#include "checks/node/node_config.hpp"
 #include "config/profiles.hpp"
 #include "fake_tree.hpp"
 
@@ -8,7 +13,7 @@ using namespace ar::healthd;
 
 TEST(Profiles, BuiltInTypesAreThereWithTheirCounts) {
   auto p5 = resolve_profile("p5.48xlarge", "/nonexistent");
-  ASSERT_TRUE(p5) << p5.error();
+  ASSERT_TRUE(p5) << p5.error().message;
   EXPECT_EQ(p5->gpus, 8u);
   EXPECT_EQ(p5->efa_devices, 32u);
   EXPECT_EQ(p5->nvlinks_per_gpu, 18u);
@@ -24,10 +29,10 @@ TEST(Profiles, BuiltInTypesAreThereWithTheirCounts) {
 TEST(Profiles, UnknownAndAutoAreErrorsThatSaySo) {
   auto x = resolve_profile("p9.mega", "/nonexistent");
   ASSERT_FALSE(x);
-  EXPECT_NE(x.error().find("unknown instance type 'p9.mega'"), std::string::npos) << x.error();
+  EXPECT_NE(x.error().message.find("unknown instance type 'p9.mega'"), std::string::npos) << x.error().message;
   auto a = resolve_profile("auto", "/nonexistent");
   ASSERT_FALSE(a);
-  EXPECT_NE(a.error().find("metadata"), std::string::npos) << a.error();
+  EXPECT_NE(a.error().message.find("metadata"), std::string::npos) << a.error().message;
 }
 
 TEST(Profiles, AdminFilesAddAndOverride) {
@@ -46,11 +51,11 @@ nvlinks_per_gpu = 12
 )");
   t.write("/profiles/README", "not a profile file");
   auto p5 = resolve_profile("p5.48xlarge", t.root() / "profiles");
-  ASSERT_TRUE(p5) << p5.error();
+  ASSERT_TRUE(p5) << p5.error().message;
   EXPECT_EQ(p5->efa_devices, 16u);
   EXPECT_EQ(p5->source, "our launch template");
   auto ours = resolve_profile("onprem-a100", t.root() / "profiles");
-  ASSERT_TRUE(ours) << ours.error();
+  ASSERT_TRUE(ours) << ours.error().message;
   EXPECT_EQ(ours->nvlinks_per_gpu, 12u);
   EXPECT_EQ(ours->efa_devices, 0u);
 }
@@ -70,24 +75,24 @@ TEST(Profiles, TheConfigsOwnCountsWinOverTheProfile) {
   auto c = parse_config("[checks.efa]\nexpected_devices = 4\n", "f.toml");
   ASSERT_TRUE(c) << c.error();
   apply_profile(*c, *resolve_profile("p5.48xlarge", "/nonexistent"));
-  EXPECT_EQ(c->efa.expected_devices, 4u);       // explicit
-  EXPECT_EQ(c->neuron.expected_devices, 0u);    // from the profile
-  EXPECT_EQ(c->node.expected_cpus, 192u);
-  ASSERT_TRUE(c->node.min_memory_gib);
-  EXPECT_DOUBLE_EQ(*c->node.min_memory_gib, 2048 * 0.9);  // less the default 10 % slack
+  EXPECT_EQ(c->section<EfaConfig>().expected_devices, 4u);       // explicit
+  EXPECT_EQ(c->section<NeuronConfig>().expected_devices, 0u);    // from the profile
+  EXPECT_EQ(c->section<NodeConfig>().expected_cpus, 192u);
+  ASSERT_TRUE(c->section<NodeConfig>().min_memory_gib);
+  EXPECT_DOUBLE_EQ(*c->section<NodeConfig>().min_memory_gib, 2048 * 0.9);  // less the default 10 % slack
 }
 
 TEST(Profiles, TheProfileGivesTheGpuAndNvlinkCountsUnlessTheConfigDoes) {
   auto c = parse_config("", "f.toml");
   ASSERT_TRUE(c) << c.error();
   apply_profile(*c, *resolve_profile("p5.48xlarge", "/nonexistent"));
-  EXPECT_EQ(c->gpu.thresholds.expected_count, 8u);
-  EXPECT_EQ(c->gpu.thresholds.nvlink_expected_links, 18u);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.expected_count, 8u);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.nvlink_expected_links, 18u);
   auto own = parse_config("[checks.gpu]\nexpected_count = 4\n", "f.toml");
   ASSERT_TRUE(own) << own.error();
   apply_profile(*own, *resolve_profile("p5.48xlarge", "/nonexistent"));
-  EXPECT_EQ(own->gpu.thresholds.expected_count, 4u);
+  EXPECT_EQ(own->section<GpuConfig>().thresholds.expected_count, 4u);
   auto trn = parse_config("", "f.toml");
   apply_profile(*trn, *resolve_profile("trn1.32xlarge", "/nonexistent"));
-  EXPECT_EQ(trn->gpu.thresholds.expected_count, 0u);  // no GPUs: none expected
+  EXPECT_EQ(trn->section<GpuConfig>().thresholds.expected_count, 0u);  // no GPUs: none expected
 }

@@ -889,3 +889,171 @@ TEST(Responder, ItsOwnDrainReasonHoldingForgedFieldsIsStillItsOwn) {
   for (int i = 0; i < 8; ++i) f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
 }
+
+// ---- Hooks ([[policy.hook]]): an admin's program after an action, through the journal ------------
+
+namespace {
+struct HookCall {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+};
+
+HookConfig hook(std::string name, std::vector<Action> on, std::uint32_t attempts = 3) {
+  HookConfig h;
+  h.name = std::move(name);
+  h.on = std::move(on);
+  h.command = {"/usr/local/bin/ticket", "--node", "%n"};
+  h.attempts = attempts;
+  return h;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+}  // namespace
+
+TEST(Hooks, ADrainRunsTheAdminsHookOnceWithWhatHappened) {
+  PolicyConfig p;
+  p.hooks = {hook("ticket", {Action::drain}), hook("on-resume", {Action::resume})};
+  Fixture f(p);
+  std::vector<HookCall> calls;
+  f.responder = std::make_unique<Responder>("n2", f.policy, f.slurm, f.journal, f.timeline,
+                                            [&](const auto& argv, const auto& env, auto) {
+                                              calls.push_back({argv, env});
+                                              return std::expected<ProcessResult, std::string>(ProcessResult{0});
+                                            });
+  for (int i = 0; i < 4; ++i) f.sweep(true);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].argv, (std::vector<std::string>{"/usr/local/bin/ticket", "--node", "n2"}));
+  EXPECT_TRUE(has(calls[0].env, "HEALTHD_ACTION=drain"));
+  EXPECT_TRUE(has(calls[0].env, "HEALTHD_NODE=n2"));
+  EXPECT_TRUE(has(calls[0].env, "HEALTHD_CODE=GPU-XID-79"));
+  EXPECT_TRUE(has(calls[0].env, "HEALTHD_REASON=healthd: GPU-XID-79: fallen off the bus"));
+  EXPECT_TRUE(f.journal.pending().empty());
+}
+
+TEST(Hooks, ARebootIsItsOwnActionForHooks) {
+  PolicyConfig p;
+  p.hooks = {hook("on-drain", {Action::drain}), hook("on-reboot", {Action::reboot})};
+  Fixture f(p);
+  std::vector<HookCall> calls;
+  f.responder = std::make_unique<Responder>("n2", f.policy, f.slurm, f.journal, f.timeline,
+                                            [&](const auto& argv, const auto& env, auto) {
+                                              calls.push_back({argv, env});
+                                              return std::expected<ProcessResult, std::string>(ProcessResult{0});
+                                            });
+  for (int i = 0; i < 3; ++i) f.sweep(true, {{7, 0, true}}, Action::reboot);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(has(calls[0].env, "HEALTHD_ACTION=reboot"));
+}
+
+TEST(Hooks, AFailingHookIsRetriedThenGivenUpWithoutTouchingTheAction) {
+  PolicyConfig p;
+  p.hooks = {hook("pager", {Action::drain}, 2)};
+  Fixture f(p);
+  int runs = 0;
+  f.responder = std::make_unique<Responder>("n2", f.policy, f.slurm, f.journal, f.timeline, [&](auto&, auto&, auto) {
+    ++runs;
+    ProcessResult r;
+    r.exit_code = 3;
+    r.err = "pager down";
+    return std::expected<ProcessResult, std::string>(r);
+  });
+  for (int i = 0; i < 30; ++i) f.sweep(true);
+  EXPECT_EQ(runs, 2);  // its attempts, then given up: no endless retries
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_TRUE(f.journal.pending().empty());
+}
+
+TEST(Hooks, AHookJournalledBeforeARestartRunsAfterIt) {
+  PolicyConfig p;
+  p.hooks = {hook("ticket", {Action::drain})};
+  Fixture f(p);
+  int before = 0;
+  f.responder = std::make_unique<Responder>("n2", f.policy, f.slurm, f.journal, f.timeline, [&](auto&, auto&, auto) {
+    ++before;
+    return std::expected<ProcessResult, std::string>(ProcessResult{0});
+  });
+  f.slurm.clock = f.now;
+  f.responder->on_sweep({kernel_log_result(true)}, {}, std::nullopt, f.now);
+  f.responder->run_due(f.now);  // the drain is done; its hook is journalled, not yet run
+  EXPECT_EQ(before, 0);
+  // The daemon is killed here; the next one reads the journal from disk.
+  Journal reloaded(f.dir / "journal.json");
+  ASSERT_TRUE(reloaded.load());
+  ASSERT_EQ(reloaded.pending().size(), 1u);
+  EXPECT_EQ(reloaded.pending()[0].kind, Action::hook);
+  EXPECT_EQ(reloaded.pending()[0].done, Action::drain);
+  int after = 0;
+  Responder next("n2", f.policy, f.slurm, reloaded, f.timeline, [&](auto&, auto&, auto) {
+    ++after;
+    return std::expected<ProcessResult, std::string>(ProcessResult{0});
+  });
+  next.run_due(f.now + 1s);
+  next.run_due(f.now + 2s);
+  EXPECT_EQ(after, 1);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+}
+
+// The drain entry says whether it is held; a fault's message that holds the words healthd writes for
+// a held drain must not keep the node out (it once did: the reason's text was searched).
+TEST(Responder, AFaultMessageHoldingTheHeldWordsDoesNotHoldTheNode) {
+  PolicyConfig p;
+  p.recovery_passes = 2;
+  Fixture f(p);
+  f.slurm.clock = f.now;
+  auto fault = kernel_log_result(true);
+  fault.message = "x (3 faults within 3600 s: kept out until an admin resumes it)";
+  f.responder->on_sweep({fault}, {}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  ASSERT_TRUE(f.journal.own_drain());
+  EXPECT_FALSE(f.journal.own_drain()->held);
+  for (int i = 0; i < 6; ++i) f.sweep(false, {});
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+TEST(Journal, AHeldDrainAndAHookEntryKeepTheirFieldsAcrossARestart) {
+  ar::test::TempDir dir;
+  Journal j(dir / "journal.json");
+  JournalEntry drain;
+  drain.kind = Action::drain;
+  drain.node = "n2";
+  drain.held = true;
+  ASSERT_TRUE(j.add(drain));
+  JournalEntry h;
+  h.kind = Action::hook;
+  h.node = "n2";
+  h.hook = "ticket";
+  h.done = Action::reboot;
+  ASSERT_TRUE(j.add(h));
+  Journal again(dir / "journal.json");
+  ASSERT_TRUE(again.load());
+  ASSERT_EQ(again.pending().size(), 2u);
+  EXPECT_TRUE(again.pending()[0].held);
+  EXPECT_EQ(again.pending()[1].hook, "ticket");
+  EXPECT_EQ(again.pending()[1].done, Action::reboot);
+}
+
+// A journal written before the one action vocabulary names an annotate entry "comment".
+TEST(Journal, ReadsTheOldNameOfAnAnnotateEntry) {
+  ar::test::TempDir dir;
+  {
+    Journal j(dir / "journal.json");
+    JournalEntry e;
+    e.kind = Action::annotate;
+    e.job_id = 7;
+    e.reason = "attempt 1 ended";
+    ASSERT_TRUE(j.add(e));
+  }
+  std::ifstream in(dir / "journal.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto pos = text.find("\"annotate\"");
+  ASSERT_NE(pos, std::string::npos) << text;
+  text.replace(pos, 10, "\"comment\"");
+  std::ofstream(dir / "journal.json", std::ios::trunc) << text;
+  Journal old(dir / "journal.json");
+  ASSERT_TRUE(old.load());
+  ASSERT_EQ(old.pending().size(), 1u);
+  EXPECT_EQ(old.pending()[0].kind, Action::annotate);
+}

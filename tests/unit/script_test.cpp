@@ -2,7 +2,9 @@
 // the config.
 #include <gtest/gtest.h>
 
-#include "checks/script_check.hpp"
+#include "checks/script/script_check.hpp"
+#include "checks/registry.hpp"
+#include "checks/script/script_config.hpp"
 #include "config/config.hpp"
 
 using namespace ar::healthd;
@@ -85,12 +87,12 @@ name = "nfs"
 command = ["/bin/true"]
 )", "h.toml");
   ASSERT_TRUE(c) << c.error();
-  ASSERT_EQ(c->scripts.size(), 2u);
-  EXPECT_EQ(c->scripts[0].command, (std::vector<std::string>{"/usr/lib/healthd/check-ib", "--port", "1"}));
-  EXPECT_EQ(c->scripts[0].timeout, 20s);
-  EXPECT_EQ(c->scripts[0].interval, 600s);
-  EXPECT_EQ(c->scripts[0].action, Action::warn);
-  EXPECT_EQ(c->scripts[1].action, Action::drain);
+  ASSERT_EQ(c->section<ScriptsConfig>().scripts.size(), 2u);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].command, (std::vector<std::string>{"/usr/lib/healthd/check-ib", "--port", "1"}));
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].timeout, 20s);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].interval, 600s);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].action, Action::warn);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[1].action, Action::drain);
 
   auto bad = parse_config("[[checks.script]]\nname = \"x\"\ncommand = \"/bin/check --all\"\n", "h.toml");
   ASSERT_FALSE(bad);

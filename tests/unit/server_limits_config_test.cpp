@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "checks/registry.hpp"
 
 using namespace ar::healthd;
 using namespace std::chrono_literals;

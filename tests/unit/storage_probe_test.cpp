@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checks/storage_check.hpp"
+#include "checks/storage/storage_check.hpp"
 #include "config/config.hpp"
 #include "temp_dir.hpp"
 

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "checks/storage_check.hpp"
+#include "checks/storage/storage_check.hpp"
+#include "checks/registry.hpp"
+#include "checks/storage/storage_config.hpp"
 #include "config/config.hpp"
 #include "temp_dir.hpp"
 
@@ -267,10 +269,10 @@ probe = false
 action = "warn"
 )", "h.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_EQ(c->storage.interval, 30s);
-  EXPECT_EQ(c->storage.probe_timeout, 5s);
-  ASSERT_EQ(c->storage.mounts.size(), 1u);
-  const auto& m = c->storage.mounts[0];
+  EXPECT_EQ(c->section<StorageConfig>().interval, 30s);
+  EXPECT_EQ(c->section<StorageConfig>().probe_timeout, 5s);
+  ASSERT_EQ(c->section<StorageConfig>().mounts.size(), 1u);
+  const auto& m = c->section<StorageConfig>().mounts[0];
   EXPECT_EQ(m.path, "/fsx");
   EXPECT_EQ(m.fstype, "lustre");
   EXPECT_DOUBLE_EQ(m.min_free_gib, 100);
@@ -296,10 +298,10 @@ action = "warn"
 TEST(StorageConfig, ProbeDirIsPlainNamesBelowTheMount) {
   auto c = parse_config("[[checks.storage.mount]]\npath = \"/fsx\"\nprobe_dir = \"healthd/probe\"\n", "h.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_EQ(c->storage.mounts[0].probe_dir, "healthd/probe");
+  EXPECT_EQ(c->section<StorageConfig>().mounts[0].probe_dir, "healthd/probe");
   c = parse_config("[[checks.storage.mount]]\npath = \"/fsx\"\n", "h.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_EQ(c->storage.mounts[0].probe_dir, "");  // the mount root
+  EXPECT_EQ(c->section<StorageConfig>().mounts[0].probe_dir, "");  // the mount root
 
   for (const char* value : {"\"/fsx/healthd\"", "\"../etc\"", "\"a/../b\"", "\"./a\"", "\"a//b\"", "\"a/\"",
                             "\"\"", "\"a\\u0000b\"", "3"}) {

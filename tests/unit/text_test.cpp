@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "auto_resume/protocol.hpp"
-#include "checks/dcgm_check.hpp"
-#include "checks/ec2_check.hpp"
+#include "checks/dcgm/dcgm_check.hpp"
+#include "checks/ec2/ec2_check.hpp"
 #include "collectors/nvml/nvml_collector.hpp"
 #include "temp_dir.hpp"
 #include "text/text.hpp"

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "checks/xid_check.hpp"
-#include "checks/xid_policy.hpp"
+#include "checks/gpu/xid_check.hpp"
+#include "checks/gpu/xid_policy.hpp"
 #include "temp_dir.hpp"
 
 using namespace ar::healthd;
@@ -19,24 +19,24 @@ const XidCheck::Clock::time_point t0 = XidCheck::Clock::time_point(std::chrono::
 
 TEST(XidPolicy, DefaultsFollowTheCatalogueBuckets) {
   auto p = XidPolicy::defaults();
-  EXPECT_EQ(p.rule_for(79).action, XidAction::reboot);
-  EXPECT_EQ(p.rule_for(160).action, XidAction::reboot);
+  EXPECT_EQ(p.rule_for(79).action, Action::reboot);
+  EXPECT_EQ(p.rule_for(160).action, Action::reboot);
   for (unsigned x : {48u, 74u, 94u, 95u, 119u, 120u, 140u}) {
     EXPECT_EQ(node_action_of(p.rule_for(x).action), Action::drain) << x;
-    EXPECT_EQ(status_of(p.rule_for(x).action), Status::fault) << x;
+    EXPECT_EQ(status_for(p.rule_for(x).action), Status::fault) << x;
   }
   for (unsigned x : {13u, 31u, 43u, 45u, 63u, 68u, 92u, 109u}) {
     EXPECT_LT(node_action_of(p.rule_for(x).action), Action::drain) << x;
-    EXPECT_NE(status_of(p.rule_for(x).action), Status::fault) << x;
+    EXPECT_NE(status_for(p.rule_for(x).action), Status::fault) << x;
   }
-  EXPECT_EQ(p.rule_for(999).action, XidAction::drain);  // unknown: drained, an admin may lower it
+  EXPECT_EQ(p.rule_for(999).action, Action::drain);  // unknown: drained, an admin may lower it
 }
 
 TEST(XidPolicy, ActionNamesRoundTrip) {
-  for (auto a : {XidAction::ignore, XidAction::warn, XidAction::restart_app, XidAction::reset_gpu, XidAction::drain,
-                 XidAction::reboot})
-    EXPECT_EQ(parse_xid_action(to_string(a)), a);
-  EXPECT_FALSE(parse_xid_action("explode"));
+  for (auto a : {Action::none, Action::warn, Action::restart_app, Action::reset_gpu, Action::drain,
+                 Action::reboot})
+    EXPECT_EQ(parse_action(to_string(a)), a);
+  EXPECT_FALSE(parse_action("explode"));
 }
 
 TEST(XidLine, ParsesTheNvrmFormat) {
@@ -70,7 +70,7 @@ TEST(XidCheck, AnApplicationXidOnlyWarns) {
 
 TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
   auto policy = XidPolicy::defaults();
-  policy.set(48, {XidAction::reset_gpu, 2, 600s, "double-bit ECC error"});
+  policy.set(48, {Action::reset_gpu, 2, 600s, "double-bit ECC error"});
   XidCheck check(policy, 60s);
   EXPECT_FALSE(check.record(event(48, t0, "nvml")));
   EXPECT_FALSE(check.record(event(48, t0 + 1s, "kernel_log")));  // the same one, seen in the log
@@ -81,7 +81,7 @@ TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
 
 TEST(XidCheck, ACountInAWindowHoldsOnlyWithinTheWindow) {
   auto policy = XidPolicy::defaults();
-  policy.set(92, {XidAction::drain, 3, 60s, "high single-bit ECC error rate"});
+  policy.set(92, {Action::drain, 3, 60s, "high single-bit ECC error rate"});
   XidCheck check(policy, 30s);
   EXPECT_FALSE(check.record(event(92, t0)));
   EXPECT_FALSE(check.record(event(92, t0 + 50s)));
@@ -102,7 +102,7 @@ TEST(XidCheck, AFaultHoldsThenClearsButNeverBeforeASweepSawIt) {
 
 TEST(XidCheck, IgnoredXidsLeaveNoTrace) {
   auto policy = XidPolicy::defaults();
-  policy.set(43, {XidAction::ignore, 1, 0s, "ours"});
+  policy.set(43, {Action::none, 1, 0s, "ours"});
   XidCheck check(policy, 10s);
   EXPECT_FALSE(check.record(event(43, t0)));
   EXPECT_EQ(check.judge(t0 + 1s).status, Status::ok);
@@ -134,7 +134,7 @@ TEST(XidCheck, FaultsSurviveARestartButARebootCuresWhatItCures) {
 TEST(XidCheck, RepeatsAreWrittenByTheNextSweepAndSurviveARestart) {
   ar::test::TempDir dir;
   auto policy = XidPolicy::defaults();
-  policy.set(92, {XidAction::drain, 3, 600s, "high single-bit ECC error rate"});
+  policy.set(92, {Action::drain, 3, 600s, "high single-bit ECC error rate"});
   auto now = XidCheck::Clock::now();
   {
     XidCheck check(policy, 600s, dir / "xid.json");

@@ -12,14 +12,14 @@ namespace {
 // The first of `names` the library has, or nullptr; a missing one is listed with what it disables.
 template <typename Fn>
 void resolve(void* handle, Fn& slot, std::initializer_list<const char*> names, const char* disables,
-             std::vector<std::string>& missing) {
+             std::vector<MissingEntryPoint>& missing) {
   for (const char* n : names) {
     if (void* p = ::dlsym(handle, n)) {
       slot = reinterpret_cast<Fn>(p);
       return;
     }
   }
-  missing.push_back(std::string(*names.begin()) + " (" + disables + ")");
+  missing.push_back({*names.begin(), disables});
 }
 
 }  // namespace

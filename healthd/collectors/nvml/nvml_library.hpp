@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/gpu_snapshot.hpp"
 #include "collectors/nvml/nvml_api.hpp"
 
 namespace ar::healthd {
@@ -53,7 +54,7 @@ class NvmlLibrary {
   const NvmlApi& api() const { return api_; }
   const std::string& path() const { return path_; }
   // "nvmlDeviceGetRemappedRows (row remapping)": entry points this driver lacks and what they disable.
-  const std::vector<std::string>& missing() const { return missing_; }
+  const std::vector<MissingEntryPoint>& missing() const { return missing_; }
   std::string error(nvmlReturn_t rc) const;
 
   // A call is hung inside the library: it must be neither shut down nor unloaded under it.
@@ -64,7 +65,7 @@ class NvmlLibrary {
   void* handle_ = nullptr;
   std::string path_;
   NvmlApi api_;
-  std::vector<std::string> missing_;
+  std::vector<MissingEntryPoint> missing_;
   bool abandoned_ = false;
 };
 

@@ -1,0 +1,44 @@
+// The one vocabulary of actions. What a fault calls for (a check's result, an XID rule, a kernel-log
+// rule, an admin's `*_action` key) is one of the first six, in rising order of severity; the
+// journal's entries (what healthd carries out on Slurm, actions/) use the same names. A config key
+// names the subset it accepts (config/fields.hpp `read_action`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace ar::healthd {
+
+enum class Action : std::uint8_t {
+  // What a fault calls for, in rising order of severity: compare with < and >.
+  none,         // not judged ("ignore" in an XID rule)
+  warn,         // tell, keep the node
+  restart_app,  // the application's fault (an XID): it restarts, the node stays in (a warning here)
+  reset_gpu,    // a GPU reset cures it; today the node is drained (a reset needs the GPU idle)
+  drain,        // take the node out of service, requeue its auto-resume jobs
+  reboot,       // only a reboot cures it: drain, and Slurm reboots the node once idle
+  // What healthd carries out besides (journal entries; never a fault's action).
+  requeue,      // an auto-resume job, after its node is out of service
+  resume,       // healthd's own drain, after the node recovered
+  annotate,     // a job's admin comment: why its attempt ended
+  signal,       // a job's steps and batch script: checkpoint now (a fault announced ahead)
+  hook,         // an admin's program ([[policy.hook]]), when a named action was carried out
+};
+
+std::string to_string(Action a);
+std::optional<Action> parse_action(const std::string& s);
+
+// The actions a fault may call for in most config keys, and in an XID rule.
+inline constexpr Action kNodeActions[] = {Action::none, Action::warn, Action::drain, Action::reboot};
+inline constexpr Action kXidActions[] = {Action::none,     Action::warn,  Action::restart_app,
+                                         Action::reset_gpu, Action::drain, Action::reboot};
+
+// Whether `a` takes the node out of service.
+constexpr bool takes_node_out(Action a) { return a == Action::drain || a == Action::reboot; }
+
+// "none, warn, drain, reboot": the names of `set`, for messages.
+std::string action_names(std::span<const Action> set);
+
+}  // namespace ar::healthd

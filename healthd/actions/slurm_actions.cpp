@@ -1,0 +1,586 @@
+#include "slurm_actions.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "auto_resume/job_comment.hpp"
+#include "text/text.hpp"
+
+namespace ar::healthd {
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool gone(const SlurmError& e) { return e.kind == SlurmError::Kind::gone; }
+
+// The priority a requeued job waits with under requeue_priority = "top": the largest slurmctld
+// accepts (NO_VAL and INFINITE above it mean "no change" and "Slurm's own").
+constexpr std::uint32_t kTopPriority = 0xfffffffd;
+
+// While Slurm has not answered once or does not know this node: how often to ask again.
+constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
+
+// Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters
+// (never inside one: a cut UTF-8 sequence is what made state writes throw).
+std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), 240); }
+
+}  // namespace
+
+SlurmActions::SlurmActions(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline,
+                           HookRunner run_hook)
+    : node_(std::move(node)), policy_(std::move(policy)), slurm_(slurm), journal_(journal), timeline_(timeline),
+      run_hook_(std::move(run_hook)) {}
+
+void SlurmActions::run_due(WallTime now) {
+  // Written before done: a decision the journal could not save is kept in memory, but nothing is
+  // carried out until the journal is on disk again (a full state filesystem, say), or a crash in
+  // between could lose the action or do it twice.
+  if (auto d = journal_.make_durable(); !d) {
+    if (!journal_unwritable_) spdlog::error("journal: cannot be written ({}); no action is carried out until it can", d.error());
+    journal_unwritable_ = true;
+    return;
+  }
+  if (journal_unwritable_) spdlog::info("journal: written again; carrying out the {} pending action(s)", journal_.pending().size());
+  journal_unwritable_ = false;
+  if (!slurm_ready(now)) return;
+  // Copy: carrying out an entry changes the journal. Checkpoint signals first (the job checkpoints
+  // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
+  // one pass the drain lands and the requeue follows it at once.
+  auto due = journal_.pending();
+  auto rank = [](const JournalEntry& e) { return e.kind == Action::signal ? 0 : e.kind == Action::drain ? 1 : 2; };
+  std::stable_sort(due.begin(), due.end(), [&](const JournalEntry& a, const JournalEntry& b) { return rank(a) < rank(b); });
+  for (const auto& e : due) {
+    if (e.next_try > now) continue;
+    if (!journal_.find(e.id)) continue;  // finished meanwhile by another entry's step
+    std::expected<bool, std::string> r;
+    switch (e.kind) {
+      case Action::drain: r = do_drain(e, now); break;
+      case Action::requeue: r = do_requeue(e, now); break;
+      case Action::resume: r = do_resume(e, now); break;
+      case Action::signal: r = do_signal(e, now); break;
+      case Action::annotate: {
+        auto c = annotate(e.job_id, e.reason);
+        r = c ? std::expected<bool, std::string>(true) : std::unexpected(c.error());
+        break;
+      }
+      case Action::hook: r = do_hook(e, now); break;
+      default:
+        // What a fault calls for (warn, reboot, ...) is never a journal entry of its own; one read from
+        // a journal written by hand is dropped, not retried forever.
+        spdlog::error("journal: entry {} has kind {}, which is not carried out; dropped", e.id, to_string(e.kind));
+        r = true;
+        break;
+    }
+    if (r && *r) {
+      queue_hooks(e, now);  // journalled before the entry is marked done: never lost
+      if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
+    } else if (!r) {
+      spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
+                   e.job_id ? "" : e.node, r.error());
+      if (auto c = journal_.retry_later(e.id, r.error(), now); !c) spdlog::error("journal: {}", c.error());
+    }
+    // false: the action waits for something and has set its next try itself.
+  }
+}
+
+std::optional<WallTime> SlurmActions::next_due() const {
+  auto due = journal_.next_due();
+  // Nothing pending is carried out before Slurm is known to answer: no sooner than its next check.
+  if (due && !slurm_ready_ && *due < next_slurm_check_) due = next_slurm_check_;
+  for (const auto& f : followed_)
+    if (!due || f.next_look < *due) due = f.next_look;
+  for (const auto& n : nudges_)
+    if (!due || n.at < *due) due = n.at;
+  return due;
+}
+
+bool SlurmActions::slurm_ready(WallTime now) {
+  if (slurm_ready_) return true;
+  if (now < next_slurm_check_) return false;
+  next_slurm_check_ = now + kSlurmCheckEvery;
+  auto info = slurm_.node(node_);
+  if (info) {
+    slurm_ready_ = true;
+    spdlog::info("slurmctld answers and knows node {} ({}){}", node_, info->state,
+                 slurm_problem_.empty() ? "" : "; carrying out the pending actions");
+    slurm_problem_.clear();
+    return true;
+  }
+  std::string problem =
+      gone(info.error())
+          ? "slurmctld knows no node '" + node_ + "' (" + info.error().message +
+                "): set [daemon] node_name to this host's NodeName in slurm.conf; healthd drains and requeues "
+                "nothing until the name is known, and asks again every 5 s"
+          : "slurmctld is not answering (" + info.error().message +
+                "); healthd drains and requeues nothing until it answers, and asks again every 5 s";
+  if (problem != slurm_problem_) spdlog::error("{}", problem);
+  slurm_problem_ = problem;
+  return false;
+}
+
+std::expected<void, std::string> SlurmActions::annotate(std::uint32_t job_id, const std::string& line,
+                                                     const std::optional<std::string>& current) {
+  std::string existing;
+  if (current) {
+    existing = *current;
+  } else {
+    auto job = slurm_.job(job_id);
+    if (!job) {
+      if (gone(job.error())) return {};  // nothing left to say it to
+      return std::unexpected(job.error().message);
+    }
+    existing = job->admin_comment;
+  }
+  JobUpdate u;
+  u.admin_comment = merge_admin_comment(existing, line);
+  if (auto r = slurm_.update_job(job_id, u); !r && !gone(r.error())) return std::unexpected("admin comment: " + r.error().message);
+  return {};
+}
+
+std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, WallTime now) {
+  auto info = slurm_.node(e.node);
+  if (!info) return std::unexpected(info.error().message);
+  const bool held = e.held;  // decided when the entry was journalled, never read back from the reason
+  if (info->drained_or_draining()) {
+    if (!starts_with(info->reason, kReasonPrefix)) {
+      // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
+      spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info->reason, 240));
+      return true;
+    }
+    bool rebooting = info->reboot_pending();
+    if (e.reboot && !rebooting) {
+      // Drained by us for a lesser fault, now one whose cure is a reboot.
+      if (auto r = slurm_.reboot(e.node, e.reason); r) rebooting = true;
+      else spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, r.error().message);
+    }
+    if (info->reason != e.reason && !rebooting) {
+      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
+    }
+    journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
+    return true;
+  }
+  // Never take out more than the allowed share of any partition this node is in.
+  for (const auto& partition : info->partitions) {
+    auto nodes = slurm_.partition_nodes(partition);
+    if (!nodes) return std::unexpected(nodes.error().message);
+    if (nodes->empty()) {
+      // This node is in the partition, so an empty answer is a wrong one: judging the share on it
+      // would withhold every drain ("0 of 0 drained"), as a cut-off text read once did.
+      return std::unexpected("partition " + partition + " answered no nodes although " + e.node + " is in it");
+    }
+    std::size_t drained = 0;
+    for (const auto& n : *nodes)
+      if (n.name != e.node && n.drained_or_draining()) ++drained;
+    auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(nodes->size())));
+    if (drained + 1 > limit) {
+      withheld_ = "drain of " + e.node + " withheld: " + std::to_string(drained) + " of " +
+                  std::to_string(nodes->size()) + " nodes of partition " + partition +
+                  " are drained already (max_drained_share " + std::to_string(policy_.max_drained_share) + ")";
+      spdlog::error("{}; fault: {}", withheld_, e.reason);
+      return true;
+    }
+  }
+  bool rebooting = false;
+  if (e.reboot) {
+    // The cure is a reboot: Slurm drains the node, reboots it once the requeued jobs have left, and
+    // resumes it. Where it cannot (no RebootProgram), the node is drained and the reason says why.
+    if (auto r = slurm_.reboot(e.node, e.reason); r) {
+      rebooting = true;
+      spdlog::warn("node {}: reboot requested (ASAP, then resume): {}", e.node, e.reason);
+    } else {
+      spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, r.error().message);
+    }
+  }
+  if (!rebooting) {
+    std::string reason = short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
+    if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
+    spdlog::warn("drained node {}: {}", e.node, reason);
+  }
+  withheld_.clear();
+  journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
+  return true;
+}
+
+std::expected<bool, std::string> SlurmActions::do_requeue(const JournalEntry& e, WallTime now) {
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (gone(job.error())) {
+      spdlog::info("job {} is gone; nothing to requeue", e.job_id);
+      return true;
+    }
+    return std::unexpected(job.error().message);
+  }
+  switch (e.step) {
+    case RequeueStep::decide: return requeue_decide(e, *job, now);
+    case RequeueStep::requeue: return requeue_ask(e, *job, now);
+    case RequeueStep::annotate: return requeue_annotate(e, now);
+    case RequeueStep::release: return requeue_release(e, now);
+  }
+  return true;
+}
+
+std::expected<bool, std::string> SlurmActions::next_step(const JournalEntry& e, RequeueStep step, WallTime now) {
+  if (auto r = journal_.advance(e.id, step); !r) return std::unexpected("journal: " + r.error());
+  JournalEntry next = e;
+  next.step = step;
+  switch (step) {
+    case RequeueStep::decide: break;
+    case RequeueStep::requeue: {
+      auto job = slurm_.job(e.job_id);
+      if (!job) return std::unexpected(job.error().message);
+      return requeue_ask(next, *job, now);
+    }
+    case RequeueStep::annotate: return requeue_annotate(next, now);
+    case RequeueStep::release: return requeue_release(next, now);
+  }
+  return true;
+}
+
+// A requeue for a fault of this node goes ahead only once the node is out of service (drained,
+// draining or to be rebooted), so the job cannot start again on it. Answers why not, or nothing.
+std::expected<std::optional<std::string>, std::string> SlurmActions::node_still_schedulable(const JournalEntry& e) {
+  if (e.code == kAppFailure) return std::optional<std::string>();  // the node is healthy: nothing to wait for
+  auto info = slurm_.node(node_);
+  if (!info) return std::unexpected(info.error().message);
+  if (info->drained_or_draining() || info->reboot_pending()) return std::optional<std::string>();
+  return std::optional<std::string>("node " + node_ + " is " + (info->state.empty() ? "in service" : info->state) +
+                                    (info->reason.empty() ? "" : " (" + sanitize(info->reason, 120) + ")"));
+}
+
+std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  if (job.restart_count > e.restart_count) {
+    // Another node's healthd requeued this attempt already (its daemon releases and annotates).
+    journal_.mark_requeued(e.job_id, e.restart_count);
+    timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
+                                                                      " was already requeued"});
+    follow(e.job_id, e.restart_count + 1, now);
+    return true;
+  }
+  // The user may lower the admin's cap for their job, never raise it.
+  const std::uint32_t cap = std::min(policy_.max_resumes, e.cap.value_or(policy_.max_resumes));
+  if (e.restart_count >= cap) {
+    std::string why = "auto-resume: not resumed: the cap of " + std::to_string(cap) +
+                      " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
+    spdlog::error("job {}: {}", e.job_id, why);
+    if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+    // The job ends as it would have without auto-resume. A step that failed has ended it already; a
+    // job hung on the faulty node would hold its allocation forever, so it is ended here.
+    if (job.state == "RUNNING") {
+      if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
+      why += "; the job, still running on a faulty node, is cancelled";
+    }
+    journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
+    timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
+    return true;
+  }
+  if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
+  if (!job.requeue) {
+    // Slurm would refuse ("Requested operation is presently disabled"), at every try. Said once, where
+    // the user and the admin look, and decided for this attempt.
+    std::string why = "auto-resume: not requeued after " + e.code + " on " + node_ +
+                      ": the job does not allow requeue (submitted with --no-requeue, or JobRequeue=0 in "
+                      "slurm.conf and no --requeue); submit it with --requeue to be resumed";
+    spdlog::error("job {}: {}", e.job_id, why);
+    if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+    journal_.mark_requeued(e.job_id, e.restart_count);
+    timeline_.record(e.job_id, {now, node_, "not requeued", why});
+    return true;
+  }
+  if (e.code != kAppFailure) {
+    // The drain goes first: a job released while its faulty node can still take it may start there
+    // again. A drain that Slurm has not taken yet (slurmctld not answering) keeps the requeue waiting
+    // with it, whatever the requeue's own schedule says.
+    for (const auto& d : journal_.pending())
+      if (d.kind == Action::drain && d.node == node_) {
+        journal_.wait_until(e.id, std::max(d.next_try, now + std::chrono::milliseconds(50)), "waiting for the drain of " + node_);
+        return false;
+      }
+    auto schedulable = node_still_schedulable(e);
+    if (!schedulable) return std::unexpected(schedulable.error());
+    if (*schedulable) {
+      // Not drained although faulty: someone returned it to service while the fault persists (an
+      // admin's resume overrides healthd), or the drain was withheld (max_drained_share). Requeueing
+      // would send the job back onto the fault, over and over; the job is left as it is, and said so.
+      std::string why = **schedulable + " although " + e.code + " persists: " +
+                        (withheld_.empty() ? "someone returned it to service, which overrides healthd"
+                                           : "the drain was withheld (" + withheld_ + ")") +
+                        "; not requeued, so it cannot restart onto the fault";
+      if (overridden_ != e.code) spdlog::warn("node {}: {}", node_, why);
+      overridden_ = e.code;
+      journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
+      timeline_.record(e.job_id, {now, node_, "not requeued", why});
+      return true;
+    }
+  }
+  return next_step(e, RequeueStep::requeue, now);
+}
+
+std::expected<bool, std::string> SlurmActions::requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  // This step was saved before Slurm was asked: after a crash the job shows whether the ask landed.
+  if (job.restart_count > e.restart_count) {
+    journal_.mark_requeued(e.job_id, e.restart_count);
+    timeline_.record(e.job_id, {now, node_, "requeued", "attempt " + std::to_string(e.restart_count + 2) + " after " +
+                                                            e.code + " on " + node_ + " (seen requeued after a restart)"});
+    return next_step(e, RequeueStep::annotate, now);
+  }
+  auto r = slurm_.requeue(e.job_id);
+  if (!r) {
+    // slurmctld refuses a second requeue of the same job: whoever raced us won. Check who.
+    auto again = slurm_.job(e.job_id);
+    if (again && again->restart_count > e.restart_count) {
+      journal_.mark_requeued(e.job_id, e.restart_count);
+      timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error().message});
+      follow(e.job_id, e.restart_count + 1, now);
+      return true;
+    }
+    if (gone(r.error())) return true;  // ended meanwhile: nothing to requeue
+    return std::unexpected(r.error().message);
+  }
+  journal_.mark_requeued(e.job_id, e.restart_count);
+  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "requeued",
+                              "attempt " + std::to_string(e.restart_count + 2) + " after " + e.code + " on " + node_});
+  return next_step(e, RequeueStep::annotate, now);
+}
+
+std::expected<bool, std::string> SlurmActions::requeue_annotate(const JournalEntry& e, WallTime now) {
+  // Before the release: the restarted job reads why its last attempt ended from the admin comment.
+  std::string line = format_attempt_comment({e.restart_count + 1, e.code, node_, e.reason});
+  if (auto c = annotate(e.job_id, line); !c) return std::unexpected(c.error());
+  return next_step(e, RequeueStep::release, now);
+}
+
+std::expected<bool, std::string> SlurmActions::requeue_release(const JournalEntry& e, WallTime now) {
+  // Slurm holds a requeued job (Reason=BeginTime) for minutes. A new begin time lifts it, but only once
+  // the job has left COMPLETING: set earlier, slurmctld overrides it when the job's epilog completes
+  // (batch_requeue_fini). So wait for PENDING first, as a journal wait (the engine stays free, and a
+  // restart picks the wait up again).
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (gone(job.error())) return true;
+    return std::unexpected(job.error().message);
+  }
+  if (job->state == "COMPLETING" || job->state == "REQUEUED") {
+    auto& waits = release_waits_[e.id];
+    ++waits;
+    // Every 50 ms for the first 5 s (it takes about 0.15 s), then every second: a job whose node
+    // never reports the kill must not keep the engine busy; Slurm's own hold ends in minutes anyway.
+    journal_.wait_until(e.id, now + (waits < 100 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(1000)),
+                        "waiting for job " + std::to_string(e.job_id) + " to leave " + job->state);
+    return false;
+  }
+  release_waits_.erase(e.id);
+  const bool raise = policy_.requeue_priority == RequeuePriority::top;
+  follow(e.job_id, e.restart_count + 1, now, raise && job->state == "PENDING");
+  if (job->state != "PENDING") return true;  // running again already, or ended: nothing to release
+  auto schedulable = node_still_schedulable(e);
+  if (!schedulable) return std::unexpected(schedulable.error());
+  if (*schedulable) {
+    timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold kept",
+                                **schedulable + ": the job is not released early onto it"});
+    return true;
+  }
+  // The begin time: one second after the requeue's kill, on slurmctld's clock. slurmd refuses to
+  // launch a job whose credential is not newer (in whole seconds) than the kill it revoked ("already
+  // killed, do not launch batch job"). slurmctld stamped submit_time when the job left COMPLETING,
+  // after the kill, so submit_time + 1 is always safe, and needs no agreement between clocks.
+  const std::time_t begin = std::chrono::system_clock::to_time_t(job->submit_time) + 1;
+  JobUpdate u;
+  u.begin = begin;
+  if (raise) u.priority = kTopPriority;
+  if (auto r = slurm_.update_job(e.job_id, u); !r) {
+    if (gone(r.error())) return true;
+    return std::unexpected("releasing the requeue hold: " + r.error().message);
+  }
+  // slurmctld schedules an updated job in its next queued pass, and skips it there while that begin
+  // second has not come; nothing else would queue another pass until the periodic ones (backfill
+  // every 30 s, the full pass every 60 s by default). So just after the begin second the job is
+  // updated again with the same begin time, which queues one more pass: while Slurm still gives
+  // BeginTime as its reason, once at begin + 0.1 s and at most twice more a second apart (this
+  // node's clock may run ahead of slurmctld's).
+  nudges_.push_back({e.job_id, e.restart_count + 1, begin,
+                     std::chrono::system_clock::from_time_t(begin) + std::chrono::milliseconds(100), 3});
+  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold released",
+                              std::string("eligible from slurmctld's next second") +
+                                  (raise ? "; top priority until it runs (requeue_priority = \"top\")" : "")});
+  return true;
+}
+
+void SlurmActions::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority) {
+  for (auto& f : followed_)
+    if (f.job_id == job_id && f.restart_count == attempt) {
+      f.raised_priority = f.raised_priority || raised_priority;
+      return;
+    }
+  followed_.push_back({job_id, attempt, now, now, raised_priority});
+}
+
+void SlurmActions::follow_requeued(WallTime now) {
+  // The scheduler nudges first (see requeue_release): one update each, of a job still waiting.
+  std::erase_if(nudges_, [&](Nudge& n) {
+    if (now < n.at) return false;
+    auto job = slurm_.job(n.job_id);
+    if (!job) return gone(job.error()) || --n.left <= 0;
+    // Any other reason (Priority, Resources): slurmctld has judged it eligible; the queue does the rest.
+    if (job->restart_count != n.restart_count || job->state != "PENDING" || job->reason != "BeginTime") return true;
+    JobUpdate u;
+    u.begin = n.begin;
+    if (auto r = slurm_.update_job(n.job_id, u); !r)
+      spdlog::debug("job {}: asking slurmctld to schedule it again: {}", n.job_id, r.error().message);
+    n.at = now + std::chrono::seconds(1);
+    return --n.left <= 0;
+  });
+  std::erase_if(followed_, [&](Followed& f) {
+    if (now < f.next_look) return false;
+    auto after_requeue = [&](WallTime t) {
+      char when[64];
+      std::snprintf(when, sizeof when, "%.1f s after the requeue", std::chrono::duration<double>(t - f.since).count());
+      return std::string(when);
+    };
+    const auto waited = now - f.since;
+    // The start time comes from Slurm itself, so looking often buys nothing: once a second while a
+    // restart is expected (seconds), then every 5 s, then every 30 s. Following one job for its ten
+    // minutes costs about 40 Slurm reads.
+    f.next_look = now + (waited < std::chrono::seconds(10)   ? std::chrono::milliseconds(1000)
+                         : waited < std::chrono::seconds(60) ? std::chrono::milliseconds(5000)
+                                                             : std::chrono::milliseconds(30000));
+    auto job = slurm_.job(f.job_id);
+    if (!job) return gone(job.error()) || waited > std::chrono::minutes(10);
+    if (job->restart_count < f.restart_count) return waited > std::chrono::minutes(10);
+    // start_time is slurmctld's, in whole seconds: one within the second before the requeue is this run.
+    const bool started_since = job->start_time >= f.since - std::chrono::seconds(1);
+    if (job->state == "RUNNING" || job->state == "CONFIGURING" || (job->state == "COMPLETING" && started_since)) {
+      const auto started = started_since ? std::max(job->start_time, f.since) : std::chrono::system_clock::now();
+      timeline_.record(f.job_id, {started, node_, "running again", "on " + job->node_list + ", " + after_requeue(started)});
+      if (f.raised_priority) {
+        // Back to the priority Slurm computes (INFINITE), so a later requeue by anyone else, or the
+        // next job of this user, does not inherit the jump.
+        JobUpdate u;
+        u.reset_priority = true;
+        if (auto r = slurm_.update_job(f.job_id, u); !r && !gone(r.error()))
+          spdlog::warn("job {}: its top priority could not be set back: {}", f.job_id, r.error().message);
+      }
+      return true;
+    }
+    if (job->state == "PENDING" || job->state == "COMPLETING" || job->state == "REQUEUED") {
+      if (waited > std::chrono::minutes(10)) {
+        timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "not running again",
+                                    "still " + job->state + " (" + job->reason + ") 10 minutes after the requeue; no longer followed" +
+                                        (f.raised_priority ? "; it keeps its top priority until it runs" : "")});
+        return true;
+      }
+      return false;
+    }
+    // Ended without healthd seeing it run again (it may have run briefly between two looks).
+    const auto ended = std::chrono::system_clock::now();
+    timeline_.record(f.job_id, {ended, node_, "ended",
+                                job->state + (job->node_list.empty() ? "" : " on " + job->node_list) + ", " +
+                                    after_requeue(ended) + ", without being seen running again"});
+    return true;
+  });
+}
+
+std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, WallTime now) {
+  auto info = slurm_.node(e.node);
+  if (!info) return std::unexpected(info.error().message);
+  auto& own = journal_.own_drain();
+  if (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix)) {
+    // Resumed by an admin, or re-drained with their own reason: not ours any more.
+    own.reset();
+    return true;
+  }
+  if (!own || own->held) return true;
+  // A reboot is on its way: Slurm resumes the node after it (nextstate=RESUME). Resuming it now would
+  // cancel the reboot that cures the fault.
+  if (own->reboot && info->reboot_pending()) return true;
+  if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
+  spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
+  own.reset();
+  (void)now;
+  return true;
+}
+
+std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, WallTime now) {
+  if (journal_.signalled(e.job_id, e.restart_count)) return true;
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (gone(job.error())) return true;  // gone: nothing to checkpoint
+    return std::unexpected(job.error().message);
+  }
+  // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
+  if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
+  if (auto r = slurm_.signal_job(e.job_id, e.reason); !r) return std::unexpected(r.error().message);
+  // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
+  journal_.mark_signalled(e.job_id, e.restart_count);
+  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, e.reason, e.code, node_);
+  timeline_.record(e.job_id, {now, node_, "checkpoint signal",
+                              "SIG" + e.reason + " to the batch script and every step: " + e.code + " on " + node_});
+  return true;
+}
+
+void SlurmActions::queue_hooks(const JournalEntry& done, WallTime now) {
+  if (done.kind == Action::hook || done.kind == Action::annotate) return;
+  const Action what = done.kind == Action::drain && done.reboot ? Action::reboot : done.kind;
+  for (const auto& hook : policy_.hooks) {
+    if (std::find(hook.on.begin(), hook.on.end(), what) == hook.on.end()) continue;
+    JournalEntry e;
+    e.kind = Action::hook;
+    e.node = done.node;
+    e.job_id = done.job_id;
+    e.restart_count = done.restart_count;
+    e.code = done.code;
+    e.reason = done.reason;
+    e.hook = hook.name;
+    e.done = what;
+    e.created = now;
+    e.next_try = now;
+    if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+  }
+}
+
+std::expected<bool, std::string> SlurmActions::do_hook(const JournalEntry& e, WallTime now) {
+  auto hook = std::find_if(policy_.hooks.begin(), policy_.hooks.end(), [&](const HookConfig& h) { return h.name == e.hook; });
+  if (hook == policy_.hooks.end()) {
+    spdlog::warn("hook '{}': no longer in the config; not run", sanitize(e.hook, 80));
+    return true;
+  }
+  if (e.attempts >= hook->attempts) {
+    spdlog::error("hook '{}' after {} on {}: gave up after {} tries: {}", hook->name, to_string(e.done), e.node, e.attempts,
+                  e.last_error);
+    if (e.job_id != 0)
+      timeline_.record(e.job_id, {now, node_, "hook failed", hook->name + " after " + to_string(e.done) + ": " + e.last_error});
+    return true;
+  }
+  std::vector<std::string> argv;
+  for (const auto& word : hook->command) {
+    std::string w = word;
+    for (std::size_t pos = 0; (pos = w.find("%n", pos)) != std::string::npos; pos += e.node.size()) w.replace(pos, 2, e.node);
+    argv.push_back(std::move(w));
+  }
+  // The values come from Slurm and from check messages: one line each, no NUL (sanitize).
+  std::vector<std::string> env = {"HEALTHD_ACTION=" + to_string(e.done), "HEALTHD_NODE=" + sanitize(e.node, 255),
+                                  "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000),
+                                  "HEALTHD_JOB_ID=" + std::to_string(e.job_id)};
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(hook->timeout);
+  auto run = run_hook_ ? run_hook_(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
+  if (!run) return std::unexpected("hook " + hook->name + ": " + run.error());
+  if (run->timed_out) return std::unexpected("hook " + hook->name + ": no exit within " + std::to_string(hook->timeout.count()) + " s");
+  if (run->signaled || run->exit_code != 0)
+    return std::unexpected("hook " + hook->name + ": " + (run->signaled ? std::string("killed by a signal") : "exit " + std::to_string(run->exit_code)) +
+                           (run->err.empty() ? "" : ": " + sanitize(run->err, 200)));
+  spdlog::info("hook '{}' ran after {} on {}", hook->name, to_string(e.done), e.node);
+  if (e.job_id != 0) timeline_.record(e.job_id, {now, node_, "hook ran", hook->name + " after " + to_string(e.done)});
+  return true;
+}
+
+void SlurmActions::add_status(nlohmann::json& j) const {
+  if (!overridden_.empty())
+    j["admin_override"] = "node " + node_ + " is in service while " + overridden_ +
+                          " persists: auto-resume jobs are not requeued onto it";
+  if (!withheld_.empty()) j["drain_withheld"] = withheld_;
+  if (!slurm_problem_.empty()) j["slurm"] = slurm_problem_;
+}
+
+}  // namespace ar::healthd

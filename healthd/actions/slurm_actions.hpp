@@ -1,0 +1,127 @@
+// Carries out what the responder (engine/responder.hpp) journalled, on Slurm: drain (and a reboot
+// where that is the cure), requeue in steps, resume, annotate a job's admin comment, signal a job to
+// checkpoint, and the admin's hooks ([[policy.hook]]): a new action as config, not code.
+//
+// Every entry is in the journal before its first Slurm call, and each step of a requeue is saved
+// before the next call, so a daemon killed between any two calls finishes the others once after its
+// restart; each action looks at Slurm's state first, so a replay never does a thing twice. Slurm's
+// errors arrive typed (actions/slurm_client.hpp: gone, refused, not answering); no decision here
+// reads an error's or a reason's prose. A hook runs at least once after its action (twice only if
+// the daemon is killed between journalling it and marking its action done).
+//
+// Nothing is carried out until Slurm has answered once and knows this node (node_name): a daemon
+// with a wrong node name must not drain or requeue someone else's. Runs on the engine's thread; Slurm
+// calls block, each bounded by [slurm] timeout_s, and a hook by its own timeout.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <expected>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actions/process.hpp"
+#include "actions/slurm_client.hpp"
+#include "config/config.hpp"
+#include "state/journal.hpp"
+#include "state/timeline.hpp"
+
+namespace ar::healthd {
+
+// The start of every drain reason healthd writes: how its own drains are told from an admin's.
+inline constexpr const char* kReasonPrefix = "healthd:";
+// The code of a requeue asked by policy for a failure on a healthy node (resume_on_any_failure).
+inline constexpr const char* kAppFailure = "APP-FAILURE";
+
+// Runs one hook program: argv (no shell), extra NAME=value environment, deadline.
+using HookRunner = std::function<std::expected<ProcessResult, std::string>(
+    const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout)>;
+
+class SlurmActions {
+ public:
+  // `run_hook` empty: run_process.
+  SlurmActions(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline,
+               HookRunner run_hook = {});
+
+  void set_policy(const PolicyConfig& p) { policy_ = p; }
+
+  // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
+  // leaves an entry pending for a later try, with backoff.
+  void run_due(WallTime now);
+  // Follows requeued jobs until they run again, for the timeline.
+  void follow_requeued(WallTime now);
+  // When the next journal entry or follow-up is due: the engine wakes for it.
+  std::optional<WallTime> next_due() const;
+
+  // Requeued jobs not yet running again: the node is not returned before they are.
+  bool following() const { return !followed_.empty(); }
+  // The node is healthy: an admin's earlier override of a fault no longer applies.
+  void clear_override() { overridden_.clear(); }
+  // What status shows of this side: an override, a withheld drain, Slurm not ready.
+  void add_status(nlohmann::json& j) const;
+
+ private:
+  // One journal entry each; true when it is finished (done, or nothing left to do).
+  std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);
+  // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
+  // false: waiting, the entry's next try is set.
+  std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
+  std::expected<bool, std::string> requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now);
+  std::expected<bool, std::string> requeue_annotate(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> next_step(const JournalEntry& e, RequeueStep step, WallTime now);
+  std::expected<std::optional<std::string>, std::string> node_still_schedulable(const JournalEntry& e);
+  // Writes `line` as the job's auto-resume line in its admin comment; `current`: the admin comment
+  // as last read, if at hand.
+  std::expected<void, std::string> annotate(std::uint32_t job_id, const std::string& line,
+                                            const std::optional<std::string>& current = std::nullopt);
+  // True once Slurm has answered and knows node_; checked again every few seconds until then.
+  bool slurm_ready(WallTime now);
+  void follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority = false);
+
+  struct Followed {
+    std::uint32_t job_id;
+    std::uint32_t restart_count;  // the attempt that is to run
+    WallTime since;
+    WallTime next_look;
+    bool raised_priority = false;  // set back to Slurm's own once it runs
+  };
+  // A released job that may need the scheduler asked again once its begin time has passed (see
+  // requeue_release).
+  struct Nudge {
+    std::uint32_t job_id;
+    std::uint32_t restart_count;
+    std::time_t begin;  // slurmctld's clock
+    WallTime at;
+    int left;           // updates still allowed
+  };
+  std::expected<bool, std::string> do_hook(const JournalEntry& e, WallTime now);
+  // Journals the hooks that follow a finished entry of this kind.
+  void queue_hooks(const JournalEntry& done, WallTime now);
+
+  std::string node_;
+  PolicyConfig policy_;
+  SlurmClient& slurm_;
+  Journal& journal_;
+  Timeline& timeline_;
+  HookRunner run_hook_;
+  std::string withheld_;    // why the last drain was withheld (share limit), for status
+  std::string overridden_;  // the fault code under which the node was found back in service
+  bool journal_unwritable_ = false;
+  std::map<std::uint64_t, std::uint32_t> release_waits_;  // by journal entry: looks at a COMPLETING job
+  std::vector<Followed> followed_;
+  std::vector<Nudge> nudges_;
+  bool slurm_ready_ = false;
+  std::string slurm_problem_;  // why not ready, for the log (once per change) and status
+  WallTime next_slurm_check_{};
+};
+
+}  // namespace ar::healthd

@@ -1,0 +1,30 @@
+// [checks.ec2]: EC2 maintenance events and spot interruption notices through IMDSv2 (see
+// ec2_check.hpp). A notice makes healthd signal the auto-resume jobs here to checkpoint, then drain
+// after checkpoint_grace.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "actions/action.hpp"
+#include "config/check_settings.hpp"
+
+namespace ar::healthd {
+
+struct Ec2Config : SettingsOf<Ec2Config> {
+  static constexpr std::string_view kSection = "ec2";
+  bool enabled = false;
+  std::string endpoint = "http://169.254.169.254";  // %n: the node name (tests); also where
+                                                    // [daemon] instance_type = "auto" asks
+  std::chrono::seconds interval{5};
+  std::chrono::milliseconds timeout{1000};          // one HTTP request
+  Action action = Action::drain;
+  std::string checkpoint_signal = "USR1";           // to every step, then the batch script (scancel)
+  std::chrono::seconds checkpoint_grace{60};
+
+  void expand_node(const std::string& node) override;
+};
+
+CheckSection ec2_section();
+
+}  // namespace ar::healthd

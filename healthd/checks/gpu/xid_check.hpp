@@ -1,0 +1,98 @@
+// XID events, from both of their sources: NVML's event set (as they happen) and the kernel log's
+// "NVRM: Xid (PCI:...): N, ..." lines (when NVML cannot deliver: no library, a hung driver). The
+// same XID on the same GPU from both sources within a few seconds is one event. Only events from now
+// on count: the kernel-log reader starts at the end, NVML delivers only new events.
+//
+// Each XID is judged by the XidPolicy: its action holds once `count` events fell within `window`
+// (below that it is a warning), and stays for `hold` after the last event (never before a sweep has
+// reported it). Faults whose cure is a reboot or a GPU reset are forgotten when the node has rebooted
+// (its boot id changed), so a rebooted node is not drained again by the event that rebooted it.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "checks/check.hpp"
+#include "checks/check_kind.hpp"
+#include "checks/gpu/xid_policy.hpp"
+#include "collectors/nvml/nvml_events.hpp"
+
+namespace ar::healthd {
+
+struct XidEvent {
+  unsigned xid = 0;
+  std::string gpu;         // short PCI address ("0000:18:00"), as the kernel log names it; may be empty
+  std::string source;      // "nvml" or "kernel_log"
+  std::string text;        // the log line, or NVML's description of the event
+  std::chrono::system_clock::time_point at;
+};
+
+// The XID a kernel-log line reports, if it is an NVRM Xid line.
+std::optional<XidEvent> parse_xid_line(const std::string& line);
+
+class XidCheck : public Check {
+ public:
+  using Clock = std::chrono::system_clock;
+
+  XidCheck(XidPolicy policy, std::chrono::seconds hold, std::filesystem::path state_file = {},
+           std::filesystem::path boot_id_file = {});
+
+  std::string name() const override { return "gpu_xid"; }
+  std::vector<CheckResult> run() override;
+
+  // Records one event (any thread). True when it made a node fault appear (judge the node now).
+  bool record(const XidEvent& e);
+
+  // Its event sources. NVML's event set, watched from start() when a library is given here; the
+  // kernel log's NVRM Xid lines, as a tap for the kernel-log check (checks/check_kind.hpp).
+  void watch_nvml_events(std::string library) { nvml_library_ = std::move(library); }
+  LineVerdict take_kernel_log_line(const std::string& line);
+  void start(JudgeNow judge_now) override;
+  void stop() override;
+
+  // "GPU 3 (00000000:3B:00.0, GPU-...)" by short PCI address, for messages; from the GPU check.
+  void set_gpu_labels(std::map<std::string, std::string> labels);
+
+  // For tests: judge at a given time.
+  CheckResult judge(Clock::time_point now);
+
+ private:
+  struct Tracked {
+    unsigned xid = 0;
+    std::string gpu;
+    Action action = Action::drain;
+    std::deque<Clock::time_point> events;  // within the rule's window
+    std::uint64_t total = 0;
+    Clock::time_point last_seen;
+    std::string last_source;
+    std::string text;
+    bool active = false;   // the rule's threshold was met: its action holds
+    bool judged = false;   // reported by a sweep since it became active
+  };
+  using Key = std::pair<unsigned, std::string>;
+
+  std::string describe(const Tracked& t) const;
+  void save_locked() const;
+  void load();
+
+  std::mutex mutex_;  // record() from the NVML event thread and the kernel-log poll, run() from the engine
+  XidPolicy policy_;
+  std::chrono::seconds hold_;
+  std::filesystem::path state_file_;
+  std::filesystem::path boot_id_file_;
+  std::string boot_id_;
+  std::map<Key, Tracked> tracked_;
+  std::map<std::string, std::string> labels_;
+  bool unsaved_ = false;  // repeats recorded since the last write
+  std::string nvml_library_;  // empty: NVML events not watched
+  std::unique_ptr<NvmlEventWatcher> nvml_events_;  // last: its thread calls record() until stopped
+};
+
+}  // namespace ar::healthd

@@ -1,0 +1,55 @@
+#include "kernel_log_config.hpp"
+
+#include "checks/kernel_log/kernel_log_check.hpp"
+#include "config/fields.hpp"
+
+namespace ar::healthd {
+namespace {
+
+const KeyTable<KernelLogRule>& rule_keys() {
+  static const auto keys = KeyTable<KernelLogRule>()
+                               .field("code", &KernelLogRule::code, read_string)
+                               .field("pattern", &KernelLogRule::pattern, read_string)
+                               .field("message", &KernelLogRule::message, read_string)
+                               .field("action", &KernelLogRule::action, [](const toml::node& n) { return read_action(n); });
+  return keys;
+}
+
+// [[checks.kernel_log.rule]] tables: each with code, pattern, action and an optional message.
+Parsed<void> read_rules(const toml::node& n, KernelLogConfig& c, const std::string& source) {
+  auto rules = read_table_array<KernelLogRule>(n, "checks.kernel_log.rule", source, rule_keys(),
+                                               [](const KernelLogRule& rule) -> Parsed<void> {
+                                                 if (rule.code.empty() || rule.pattern.empty())
+                                                   return std::unexpected(std::string("a [[checks.kernel_log.rule]] needs code and pattern"));
+                                                 // Compiled as the matcher compiles it (RE2: no
+                                                 // backreferences, no lookarounds).
+                                                 if (auto error = kernel_log_pattern_error(rule.pattern))
+                                                   return std::unexpected("rule " + rule.code +
+                                                                          ": pattern is not a valid regex (RE2): " + *error);
+                                                 return {};
+                                               },
+                                               "key 'rule' in [checks.kernel_log]");
+  if (!rules) return std::unexpected(rules.error());
+  c.rules = *rules;
+  return {};
+}
+
+const KeyTable<KernelLogConfig>& keys() {
+  static const auto keys = KeyTable<KernelLogConfig>()
+                               .field("enabled", &KernelLogConfig::enabled, read_bool)
+                               .field("path", &KernelLogConfig::path, read_abs_path)
+                               .field("poll_interval_ms", &KernelLogConfig::poll_interval, millis_in(10, 60000))
+                               .field("hold_s", &KernelLogConfig::hold, seconds_in(1, 30L * 24 * 3600))
+                               .field("default_rules", &KernelLogConfig::default_rules, read_bool)
+                               .nested("rule", read_rules);
+  return keys;
+}
+
+}  // namespace
+
+CheckSection kernel_log_section() {
+  return {std::string(KernelLogConfig::kSection),
+          [](const toml::node* node, const std::string& source) { return read_check_section(node, source, keys()); }};
+}
+
+}  // namespace ar::healthd

@@ -1,0 +1,192 @@
+// The toolkit every config section is read with: the core's ([daemon], [policy], [slurm], [server])
+// and each check's own ([checks.NAME], read by the check: checks/*/..._config.cpp). One reader per
+// value type, with the same rules and the same words everywhere, and a table of keys per section so
+// an unknown key is an error naming the file, line, column and the known keys, with a "did you mean".
+//
+// Error messages read "<file>:<line>:<column>: key 'K' in [SECTION] <what>".
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "actions/action.hpp"
+#include "config/check_settings.hpp"
+
+namespace ar::healthd {
+
+template <class T>
+using Parsed = std::expected<T, std::string>;
+
+// "f.toml:3:7"
+std::string where(const std::string& source, const toml::source_region& r);
+// A number as an admin writes it (1000000, 0.5), for error messages.
+std::string number_text(double v);
+// The known name closest to `name` (a typo: at most a third of its letters off), or "".
+std::string closest_name(const std::string& name, const std::vector<std::string>& known);
+// "; did you mean 'x'?" or "".
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
+
+// "%n" in `text` becomes the node name, so one config serves several daemons on one host.
+std::string expand_node_name(std::string text, const std::string& node);
+
+// Value readers: the value, or what is wrong with it (without the position, added by the caller).
+Parsed<bool> read_bool(const toml::node& n);
+Parsed<std::string> read_string(const toml::node& n);
+// A string that must say something: not empty, no NUL byte (cut off where it reaches C).
+Parsed<std::string> read_text(const toml::node& n);
+Parsed<std::filesystem::path> read_abs_path(const toml::node& n);
+// A program: an absolute path, or a bare name resolved in the children's fixed PATH at load.
+Parsed<std::string> read_program(const toml::node& n);
+// An http:// or https:// URL, without a trailing '/'.
+Parsed<std::string> read_url(const toml::node& n);
+// A signal a job may be asked to checkpoint with, as scancel --signal names it ("USR1").
+Parsed<std::string> read_signal(const toml::node& n);
+// An array of non-empty strings.
+Parsed<std::vector<std::string>> read_names(const toml::node& n);
+// An argv: a non-empty array of strings without NUL bytes; the first word a program (see above).
+Parsed<std::vector<std::string>> read_argv(const toml::node& n);
+Parsed<double> read_non_negative(const toml::node& n);
+Parsed<double> read_share(const toml::node& n);  // 0..1
+// One of `allowed` by name (kNodeActions: none, warn, drain, reboot).
+Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed = kNodeActions);
+
+using ValueReader = std::function<Parsed<void>(const toml::node&)>;
+std::function<Parsed<std::uint32_t>(const toml::node&)> uint_in(std::int64_t min, std::int64_t max);
+std::function<Parsed<std::uint64_t>(const toml::node&)> u64_in(std::int64_t min, std::int64_t max);
+std::function<Parsed<std::optional<std::uint32_t>>(const toml::node&)> opt_uint_in(std::int64_t min, std::int64_t max);
+std::function<Parsed<std::optional<std::uint64_t>>(const toml::node&)> opt_u64_in(std::int64_t min, std::int64_t max);
+std::function<Parsed<double>(const toml::node&)> number_in(double min, double max);
+std::function<Parsed<std::optional<double>>(const toml::node&)> opt_number_in(double min, double max);
+
+template <typename D>
+std::function<Parsed<D>(const toml::node&)> duration_in(std::int64_t min, std::int64_t max, const char* unit) {
+  return [=](const toml::node& n) -> Parsed<D> {
+    if (!n.is_integer()) return std::unexpected(std::string("must be an integer (") + unit + ")");
+    auto v = *n.value<std::int64_t>();
+    if (v < min || v > max) return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return D(v);
+  };
+}
+inline auto seconds_in(std::int64_t min, std::int64_t max) { return duration_in<std::chrono::seconds>(min, max, "seconds"); }
+inline auto millis_in(std::int64_t min, std::int64_t max) {
+  return duration_in<std::chrono::milliseconds>(min, max, "milliseconds");
+}
+
+// The keys of one section, read into a settings struct S. A field's error is a short "what"
+// (positioned and named by the table); a nested reader's (an array of tables with positions of its
+// own) is passed on whole.
+template <class S>
+class KeyTable {
+ public:
+  using Field = std::function<Parsed<void>(const toml::node&, S&)>;
+  using Nested = std::function<Parsed<void>(const toml::node&, S&, const std::string& source)>;
+
+  // `read` returns Parsed<T> for a member of type T.
+  template <class T, class R>
+  KeyTable& field(std::string key, T S::*member, R reader) {
+    fields_[std::move(key)] = [member, reader](const toml::node& n, S& s) -> Parsed<void> {
+      auto v = reader(n);
+      if (!v) return std::unexpected(v.error());
+      s.*member = std::move(*v);
+      return {};
+    };
+    return *this;
+  }
+  // A key read by hand (a check across members, a member of a member).
+  KeyTable& custom(std::string key, Field f) {
+    fields_[std::move(key)] = std::move(f);
+    return *this;
+  }
+  // A key whose value has positions of its own ([[checks.kernel_log.rule]]).
+  KeyTable& nested(std::string key, Nested f) {
+    nested_[std::move(key)] = std::move(f);
+    return *this;
+  }
+
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (const auto& [k, _] : fields_) out.push_back(k);
+    for (const auto& [k, _] : nested_) out.push_back(k);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Reads `node` (which must be a table) named `section` ("checks.efa") into `into`.
+  Parsed<void> read(const toml::node& node, const std::string& section, const std::string& source, S& into) const {
+    const auto* table = node.as_table();
+    if (table == nullptr) return std::unexpected(where(source, node.source()) + ": [" + section + "] must be a table");
+    for (const auto& [key, value] : *table) {
+      std::string name(key.str());
+      if (auto f = fields_.find(name); f != fields_.end()) {
+        if (auto r = f->second(value, into); !r)
+          return std::unexpected(where(source, value.source()) + ": key '" + name + "' in [" + section + "] " + r.error());
+      } else if (auto n = nested_.find(name); n != nested_.end()) {
+        if (auto r = n->second(value, into, source); !r) return r;
+      } else {
+        auto known = keys();
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        return std::unexpected(where(source, key.source()) + ": unknown key '" + name + "' in [" + section + "]" +
+                               did_you_mean(name, known) + " (known: " + list + ")");
+      }
+    }
+    return {};
+  }
+
+ private:
+  std::map<std::string, Field> fields_;
+  std::map<std::string, Nested> nested_;
+};
+
+// An array of tables ([[what]]), each item read with `table` and then checked whole by `finish`,
+// whose error is positioned at the item. `named`: how the value is called when it is not an array of
+// tables ("key 'rule' in [checks.kernel_log]"); empty: `what`.
+template <class T>
+Parsed<std::vector<T>> read_table_array(const toml::node& n, const std::string& what, const std::string& source,
+                                        const KeyTable<T>& table, const std::function<Parsed<void>(const T&)>& finish,
+                                        const std::string& named = {}) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr || !arr->is_array_of_tables())
+    return std::unexpected(where(source, n.source()) + ": " + (named.empty() ? what : named) +
+                           " must be an array of tables ([[" + what + "]])");
+  std::vector<T> items;
+  for (const auto& item : *arr) {
+    T t;
+    if (auto r = table.read(item, "[" + what + "]", source, t); !r) return std::unexpected(r.error());
+    if (auto r = finish(t); !r) return std::unexpected(where(source, item.source()) + ": " + r.error());
+    items.push_back(std::move(t));
+  }
+  return items;
+}
+
+}  // namespace ar::healthd
+
+namespace ar::healthd {
+
+// A check's reader for config/check_settings.hpp's CheckSection: its [checks.NAME] table (or the
+// defaults where the file has none) read with `keys`, then checked whole by `finish`.
+template <class S>
+Parsed<std::unique_ptr<CheckSettings>> read_check_section(const toml::node* node, const std::string& source,
+                                                          const KeyTable<S>& keys,
+                                                          const std::function<Parsed<void>(S&, const std::string&)>& finish = {}) {
+  auto s = std::make_unique<S>();
+  const std::string section = "checks." + std::string(S::kSection);
+  if (node != nullptr)
+    if (auto r = keys.read(*node, section, source, *s); !r) return std::unexpected(r.error());
+  if (finish)
+    if (auto r = finish(*s, source); !r) return std::unexpected(r.error());
+  return s;
+}
+
+}  // namespace ar::healthd

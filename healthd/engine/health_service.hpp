@@ -1,0 +1,42 @@
+// Connects the protocol (server/) to the engine: a failed auto-resume step becomes a sweep, status
+// and explain read the engine's state. Runs on the event loop, which owns the job registry; it hands
+// work to the engine thread and never blocks, nor writes a file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "state/timeline.hpp"
+#include "server/request_handler.hpp"
+#include "state/job_registry.hpp"
+
+namespace ar::healthd {
+
+// The registry's view of what runs here, for the engine (which must not touch the registry itself).
+std::vector<LocalJob> running_jobs(const JobRegistry& registry);
+
+class HealthService : public HealthEvents {
+ public:
+  HealthService(Engine& engine, const Timeline& timeline, const JobRegistry& registry)
+      : engine_(engine), timeline_(timeline), registry_(registry) {}
+
+  void on_task_failure(const proto::TaskExit& exit, const JobRecord& job) override;
+  nlohmann::json health_status() override { return engine_.status(); }
+  nlohmann::json explain(std::uint32_t job_id) override { return timeline_.to_json(job_id); }
+  std::uint64_t check_now() override;
+
+  // A sweep for `why`, with the jobs running here now.
+  void judge_now(const std::string& why, bool poll = false);
+
+ private:
+  Engine& engine_;
+  const Timeline& timeline_;
+  const JobRegistry& registry_;
+  // (job, attempt, step) -> failed tasks seen; event loop only.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> failed_steps_;
+};
+
+}  // namespace ar::healthd

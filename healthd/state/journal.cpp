@@ -1,0 +1,202 @@
+#include "journal.hpp"
+
+
+#include "state/atomic_file.hpp"
+#include "state/json_fields.hpp"
+
+namespace ar::healthd {
+namespace {
+
+// The kinds of entry the journal holds. "comment" is how journals before the one action vocabulary
+// named an annotate entry.
+std::optional<Action> parse_kind(const std::string& s) {
+  if (s == "comment") return Action::annotate;
+  for (auto k : {Action::drain, Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
+using json_fields::integer;
+
+std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair, const char* what) {
+  if (!pair.is_array() || pair.size() != 2) throw StateFieldError(std::string(what) + ": a [job, attempt] pair is expected");
+  return {json_fields::integer_value<std::uint32_t>(pair[0], what), json_fields::integer_value<std::uint32_t>(pair[1], what)};
+}
+
+}  // namespace
+
+std::expected<void, std::string> Journal::save() {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& e : pending_) {
+    entries.push_back({{"id", e.id}, {"kind", to_string(e.kind)}, {"node", e.node}, {"job_id", e.job_id},
+                       {"restart_count", e.restart_count}, {"code", e.code}, {"reason", e.reason},
+                       {"created_ms", to_epoch_ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", to_epoch_ms(e.next_try)},
+                       {"last_error", e.last_error}});
+    if (e.cap) entries.back()["cap"] = *e.cap;
+    if (e.reboot) entries.back()["reboot"] = true;
+    if (e.held) entries.back()["held"] = true;
+    if (e.kind == Action::hook) {
+      entries.back()["hook"] = e.hook;
+      entries.back()["done"] = to_string(e.done);
+    }
+    if (e.step != RequeueStep::decide) entries.back()["step"] = static_cast<int>(e.step);
+  }
+  nlohmann::json requeued = nlohmann::json::array();
+  for (const auto& [job, restart] : requeued_) requeued.push_back({job, restart});
+  nlohmann::json signalled = nlohmann::json::array();
+  for (const auto& [job, restart] : signalled_) signalled.push_back({job, restart});
+  nlohmann::json history = nlohmann::json::array();
+  for (const auto& t : fault_history_) history.push_back(to_epoch_ms(t));
+  nlohmann::json j = {{"version", 1}, {"next_id", next_id_}, {"pending", entries}, {"requeued", requeued},
+                      {"fault_history_ms", history}, {"signalled", signalled}};
+  if (own_drain_)
+    j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", to_epoch_ms(own_drain_->at)},
+                      {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
+  auto r = write_file_atomically(file_, dump_state(j));
+  durable_ = r.has_value();
+  return r;
+}
+
+std::expected<void, std::string> Journal::make_durable() {
+  if (durable_) return {};
+  return save();
+}
+
+std::expected<void, std::string> Journal::load() {
+  auto read = read_json_file(file_);
+  if (!read) return std::unexpected(read.error());
+  const auto& j = *read;
+  if (j.is_null()) return {};
+  try {
+    next_id_ = integer<std::uint64_t>(j, "next_id");
+    pending_.clear();
+    for (const auto& ej : j.at("pending")) {
+      JournalEntry e;
+      e.id = integer<std::uint64_t>(ej, "id");
+      auto kind = parse_kind(ej.at("kind").get<std::string>());
+      if (!kind) return std::unexpected(file_.string() + ": unknown action kind " + ej.at("kind").dump());
+      e.kind = *kind;
+      e.node = ej.at("node").get<std::string>();
+      e.job_id = integer<std::uint32_t>(ej, "job_id");
+      e.restart_count = integer<std::uint32_t>(ej, "restart_count");
+      e.code = ej.at("code").get<std::string>();
+      e.reason = ej.at("reason").get<std::string>();
+      e.created = json_fields::time_ms(ej, "created_ms");
+      e.attempts = integer<std::uint32_t>(ej, "attempts");
+      e.next_try = json_fields::time_ms(ej, "next_try_ms");
+      e.last_error = ej.at("last_error").get<std::string>();
+      e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
+      e.reboot = ej.value("reboot", false);
+      e.held = ej.value("held", false);
+      if (e.kind == Action::hook) {
+        e.hook = ej.at("hook").get<std::string>();
+        auto done = parse_action(ej.at("done").get<std::string>());
+        if (!done) return std::unexpected(file_.string() + ": unknown action " + ej.at("done").dump() + " in hook entry");
+        e.done = *done;
+      }
+      if (ej.contains("step")) e.step = static_cast<RequeueStep>(integer<std::uint8_t>(ej, "step", 0, 3));
+      if (e.id >= next_id_) throw StateFieldError("entry id " + std::to_string(e.id) + " is not below next_id");
+      pending_.push_back(e);
+    }
+    requeued_.clear();
+    for (const auto& r : j.at("requeued")) requeued_.insert(job_attempt(r, "requeued"));
+    signalled_.clear();
+    if (j.contains("signalled"))
+      for (const auto& r : j.at("signalled")) signalled_.insert(job_attempt(r, "signalled"));
+    fault_history_.clear();
+    for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(json_fields::time_value(t, "fault_history_ms"));
+    own_drain_.reset();
+    if (j.contains("own_drain")) {
+      const auto& d = j.at("own_drain");
+      own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
+                            d.at("held").get<bool>(), d.value("reboot", false)};
+    }
+  } catch (const std::exception& e) {
+    return std::unexpected(file_.string() + ": bad content: " + e.what());
+  }
+  return {};
+}
+
+std::expected<std::uint64_t, std::string> Journal::add(JournalEntry e) {
+  e.id = next_id_++;
+  pending_.push_back(e);
+  if (auto r = save(); !r) return std::unexpected(r.error());
+  return e.id;
+}
+
+std::expected<void, std::string> Journal::complete(std::uint64_t id) {
+  std::erase_if(pending_, [id](const JournalEntry& e) { return e.id == id; });
+  return save();
+}
+
+std::expected<void, std::string> Journal::retry_later(std::uint64_t id, const std::string& error, WallTime now) {
+  for (auto& e : pending_) {
+    if (e.id != id) continue;
+    ++e.attempts;
+    e.last_error = error;
+    auto delay = std::chrono::seconds(std::min<std::int64_t>(60, 2LL << std::min<std::uint32_t>(e.attempts - 1, 5)));
+    e.next_try = now + delay;
+  }
+  return save();
+}
+
+std::expected<void, std::string> Journal::wait_until(std::uint64_t id, WallTime at, const std::string& why) {
+  for (auto& e : pending_)
+    if (e.id == id) {
+      e.next_try = at;
+      e.last_error = why;
+    }
+  // A wait changes nothing that a restart needs (it would wait again): no write, so polling a job
+  // that leaves COMPLETING every few tens of milliseconds costs no fsync.
+  return {};
+}
+
+std::expected<void, std::string> Journal::advance(std::uint64_t id, RequeueStep step) {
+  for (auto& e : pending_)
+    if (e.id == id) {
+      e.step = step;
+      e.attempts = 0;
+      e.last_error.clear();
+    }
+  return save();
+}
+
+std::optional<WallTime> Journal::next_due() const {
+  std::optional<WallTime> first;
+  for (const auto& e : pending_)
+    if (!first || e.next_try < *first) first = e.next_try;
+  return first;
+}
+
+const JournalEntry* Journal::find(std::uint64_t id) const {
+  for (const auto& e : pending_)
+    if (e.id == id) return &e;
+  return nullptr;
+}
+
+std::expected<void, std::string> Journal::hasten(Action kind, std::uint32_t job_id, std::uint32_t restart_count,
+                                                 WallTime by) {
+  bool changed = false;
+  for (auto& e : pending_)
+    if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count && e.next_try > by && e.attempts == 0 &&
+        e.step == RequeueStep::decide && e.last_error.empty()) {
+      e.next_try = by;
+      changed = true;
+    }
+  if (!changed) return {};
+  return save();
+}
+
+bool Journal::has_pending(Action kind, std::uint32_t job_id, std::uint32_t restart_count) const {
+  for (const auto& e : pending_)
+    if (e.kind == kind && e.job_id == job_id && e.restart_count == restart_count) return true;
+  return false;
+}
+
+bool Journal::has_pending_drain(const std::string& node) const {
+  for (const auto& e : pending_)
+    if (e.kind == Action::drain && e.node == node) return true;
+  return false;
+}
+
+}  // namespace ar::healthd

@@ -1,0 +1,119 @@
+// The action journal: every action healthd decides on Slurm is written here (fsync'd) before it is
+// carried out and marked done after. A daemon killed mid-incident replays the pending entries at
+// start; each action checks Slurm's current state first, so a replay finishes an action once, never
+// twice and never zero times.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actions/action.hpp"
+
+namespace ar::healthd {
+
+using WallTime = std::chrono::system_clock::time_point;
+
+
+// The steps of a requeue, in order: decide (cap, node out of service), ask Slurm to requeue, say
+// why in the job's comment (the restarted job reads it), release Slurm's requeue hold.
+enum class RequeueStep : std::uint8_t { decide = 0, requeue = 1, annotate = 2, release = 3 };
+
+struct JournalEntry {
+  std::uint64_t id = 0;
+  Action kind = Action::drain;      // drain (reboot: see below), requeue, resume, annotate, signal, hook
+  std::string node;
+  std::uint32_t job_id = 0;
+  std::uint32_t restart_count = 0;  // requeue: the attempt that failed; never requeue past it twice
+  std::optional<std::uint32_t> cap; // requeue: the job's own cap on resumes, when the user set one
+  std::string code;                 // fault code behind the action
+  std::string reason;               // drain reason / comment text / signal name
+  bool reboot = false;              // drain: the cure is a reboot (scontrol reboot ASAP), not only a drain
+  bool held = false;                // drain: repeated faults; stays drained until an admin resumes the node
+  std::string hook;                 // hook: the [[policy.hook]] name
+  Action done = Action::none;       // hook: the action it follows (drain, reboot, requeue, resume, signal)
+  WallTime created;
+  std::uint32_t attempts = 0;
+  WallTime next_try;
+  std::string last_error;
+  // Requeue: how far the action got. Each step is saved before the next Slurm call, so a daemon
+  // killed between two calls picks up at the step it was in and finishes every step once.
+  RequeueStep step = RequeueStep::decide;
+};
+
+// healthd's own drain of its node, remembered so that only its own drains are ever undone.
+struct OwnDrain {
+  std::string code;
+  std::string reason;
+  WallTime at;
+  bool held = false;  // repeated faults: stays drained until an admin resumes the node
+  bool reboot = false;  // Slurm reboots the node and resumes it: healthd does not resume it itself
+};
+
+class Journal {
+ public:
+  explicit Journal(std::filesystem::path file) : file_(std::move(file)) {}
+
+  std::expected<void, std::string> load();
+  std::expected<void, std::string> save();
+
+  // Adds an entry and persists the journal before returning. When the save fails the entry is kept
+  // (nothing decided is lost) but the journal is not durable(): no action may be carried out until
+  // a later save() succeeds, since an action done before it is written could be done twice or lost.
+  std::expected<std::uint64_t, std::string> add(JournalEntry e);
+  std::expected<void, std::string> complete(std::uint64_t id);
+  // Records a failed try; the next one waits longer (2 s doubling to 60 s).
+  std::expected<void, std::string> retry_later(std::uint64_t id, const std::string& error, WallTime now);
+  // Not a failure: the action waits for something (a drain to land, a job to leave COMPLETING).
+  std::expected<void, std::string> wait_until(std::uint64_t id, WallTime at, const std::string& why);
+  // A requeue moved on to its next step (saved before that step's Slurm call).
+  std::expected<void, std::string> advance(std::uint64_t id, RequeueStep step);
+  // Whether everything in memory is on disk. Saves the journal again when it is not.
+  bool durable() const { return durable_; }
+  std::expected<void, std::string> make_durable();
+  // The earliest time an entry is due, for the engine's wake-up.
+  std::optional<WallTime> next_due() const;
+  const JournalEntry* find(std::uint64_t id) const;
+
+  const std::vector<JournalEntry>& pending() const { return pending_; }
+  bool has_pending(Action kind, std::uint32_t job_id, std::uint32_t restart_count) const;
+  // A pending entry still waiting for its grace (never tried) is made due at `by` (a fault that
+  // cannot wait for a grace). Entries backing off after Slurm errors keep their backoff.
+  std::expected<void, std::string> hasten(Action kind, std::uint32_t job_id, std::uint32_t restart_count, WallTime by);
+
+  // Requeues done, by (job, failed attempt): one requeue per attempt, whoever asks.
+  bool requeued(std::uint32_t job_id, std::uint32_t restart_count) const {
+    return requeued_.count({job_id, restart_count}) > 0;
+  }
+  void mark_requeued(std::uint32_t job_id, std::uint32_t restart_count) { requeued_.insert({job_id, restart_count}); }
+  // Checkpoint signals sent, by (job, attempt): one per attempt, across restarts.
+  bool signalled(std::uint32_t job_id, std::uint32_t restart_count) const {
+    return signalled_.count({job_id, restart_count}) > 0;
+  }
+  void mark_signalled(std::uint32_t job_id, std::uint32_t restart_count) { signalled_.insert({job_id, restart_count}); }
+
+  bool has_pending_drain(const std::string& node) const;
+
+  std::optional<OwnDrain>& own_drain() { return own_drain_; }
+  std::vector<WallTime>& fault_history() { return fault_history_; }
+
+ private:
+  std::filesystem::path file_;
+  bool durable_ = true;
+  std::uint64_t next_id_ = 1;
+  std::vector<JournalEntry> pending_;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> requeued_;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> signalled_;
+  std::optional<OwnDrain> own_drain_;
+  std::vector<WallTime> fault_history_;
+};
+
+}  // namespace ar::healthd
