@@ -2,6 +2,7 @@
 
 #include "checks/dcgm/dcgm_check.hpp"
 #include "checks/ec2/ec2_check.hpp"
+#include "checks/edac/edac_check.hpp"
 #include "checks/efa/efa_check.hpp"
 #include "checks/gpu/gpu_check.hpp"
 #include "checks/kernel_log/kernel_log_check.hpp"
@@ -20,6 +21,7 @@ const std::vector<CheckKind>& check_kinds() {
       efa_check_kind(),
       neuron_check_kind(),
       node_check_kind(),
+      edac_check_kind(),
       storage_check_kind(),
       ec2_check_kind(),
       script_check_kind(),

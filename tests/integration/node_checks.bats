@@ -9,6 +9,10 @@ load helpers
 host_of() { echo "${AR_CLUSTER_DIR}/host/$1"; }
 efa_port_state() { echo "$3" >"$(host_of "$1")/sys/class/infiniband/$2/ports/1/state"; }
 neuron_counter() { echo "$4" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/$3"; }
+edac_ue() {
+  echo "$2" >"$(host_of "$1")/sys/devices/system/edac/mc/mc0/ue_count"
+  echo "$2" >"$(host_of "$1")/sys/devices/system/edac/mc/mc0/dimm1/dimm_ue_count"
+}
 neuron_unhealthy() { echo "$3" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/health_status/unhealthy_components"; }
 
 # Every node's fake hardware back to healthy (also after a failed test).
@@ -21,6 +25,7 @@ heal_all() {
     neuron_counter "$node" neuron1 mem_ecc_uncorrected 0
     neuron_counter "$node" neuron1 mem_ecc_corrected 0
     neuron_unhealthy "$node" neuron1 ""
+    edac_ue "$node" 0
   done
 }
 
@@ -74,7 +79,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   [ "$status" -eq 0 ]
   local area
   for area in efa.count efa.ports efa.counters neuron.count neuron.errors neuron.health node.cpus node.memory \
-    node.process.munged node.process.slurmd; do
+    node.process.munged node.process.slurmd edac.uncorrected edac.corrected; do
     wait_until 10 area_ok n1 "$area" || { echo "$area: $(check_status n1 "$area")"; return 1; }
   done
 }
@@ -97,6 +102,19 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   [[ "$(job_admin_comment "$JOB")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $VICTIM"* ]]
   # the driver reloaded (the counters start from zero): the node returns
   neuron_counter "$VICTIM" neuron1 mem_ecc_uncorrected 0
+  victim_back_in_service
+}
+
+@test "an uncorrectable host memory error (EDAC) under a running auto-resume job: drain naming the DIMM, requeue; back when reset" {
+  start_two_node_job
+  edac_ue "$VICTIM" 1
+  wait_until 30 job_running_attempt "$JOB" 1
+  drained "$VICTIM"
+  [[ "$(node_reason "$VICTIM")" == "healthd: EDAC-UE: mc0: "*"CPU_SrcID#0_MC#0_Chan#1_DIMM#0"* ]]
+  job_not_on "$JOB" "$VICTIM"
+  [ "$(job_restarts "$JOB")" = 1 ]
+  # the counters were reset (a reboot, or an admin's reset_counters): the node returns
+  edac_ue "$VICTIM" 0
   victim_back_in_service
 }
 

@@ -44,6 +44,16 @@ for node in n1 n2 n3; do
     echo 1 >"$nd/stats/hardware/health_status/healthcheck_heartbeat"
     : >"$h/dev/neuron$n"
   done
+  # Host memory as the kernel's EDAC driver shows it (sysfs-devices-edac): one controller, two DIMMs.
+  for d in 0 1; do
+    mkdir -p "$h/sys/devices/system/edac/mc/mc0/dimm$d"
+    echo 0 >"$h/sys/devices/system/edac/mc/mc0/dimm$d/dimm_ue_count"
+    echo 0 >"$h/sys/devices/system/edac/mc/mc0/dimm$d/dimm_ce_count"
+    echo "CPU_SrcID#0_MC#0_Chan#${d}_DIMM#0" >"$h/sys/devices/system/edac/mc/mc0/dimm$d/dimm_label"
+  done
+  echo 0 >"$h/sys/devices/system/edac/mc/mc0/ue_count"
+  echo 0 >"$h/sys/devices/system/edac/mc/mc0/ce_count"
+  echo "Skylake Socket#0 IMC#0" >"$h/sys/devices/system/edac/mc/mc0/mc_name"
   mkdir -p "$h/sys/devices/system/cpu" "$h/proc/101" "$h/proc/102"
   echo 0-7 >"$h/sys/devices/system/cpu/online"
   printf 'MemTotal:       16384000 kB\nMemFree:        8192000 kB\n' >"$h/proc/meminfo"

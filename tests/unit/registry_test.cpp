@@ -63,7 +63,7 @@ TEST(Registry, BuildsTheChecksAConfigFileAsksForInOrderWithoutStartingThem) {
   auto checks = host.build();
   auto got = names(checks);
   // Disabled and unconfigured checks are not built; the GPU snapshot comes before the XID check.
-  for (const char* expected : {"kernel_log", "gpu", "gpu_xid", "efa", "neuron", "node", "storage", "script:ib"})
+  for (const char* expected : {"kernel_log", "gpu", "gpu_xid", "efa", "neuron", "node", "edac", "storage", "script:ib"})
     EXPECT_NE(std::find(got.begin(), got.end(), expected), got.end()) << expected;
   EXPECT_EQ(std::find(got.begin(), got.end(), "gpu.dcgm"), got.end());
   EXPECT_EQ(std::find(got.begin(), got.end(), "ec2"), got.end());
