@@ -26,6 +26,7 @@ heal_all() {
     neuron_counter "$node" neuron1 mem_ecc_corrected 0
     neuron_unhealthy "$node" neuron1 ""
     edac_ue "$node" 0
+    rm -f "$(host_of "$node")/hooks.log"
   done
 }
 
@@ -93,6 +94,11 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   drained "$VICTIM"
   efa_port_state "$VICTIM" rdmap32s27 "4: ACTIVE"
   victim_back_in_service
+  # The admin's hook ran once after each action, through the journal, with what happened.
+  local hooks="$(host_of "$VICTIM")/hooks.log"
+  wait_until 10 grep -q "^resume $VICTIM EFA-PORT-DOWN 0$" "$hooks"
+  [ "$(grep -c "^drain $VICTIM EFA-PORT-DOWN 0$" "$hooks")" = 1 ]
+  [ "$(grep -c "^requeue $VICTIM EFA-PORT-DOWN $JOB$" "$hooks")" = 1 ]
 }
 
 @test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; back when cleared" {
