@@ -17,7 +17,7 @@
 #                         has @IMDS_PORT@, filled in by fake_node_start (bench/lib.sh) once the server listens
 #   DIR/healthd.env       VAR=VALUE words for healthd's environment (FAKE_NVML_SCENARIO)
 # BENCH_EXTRA_TOML names a file appended to the config as is. The config keys are those of
-# healthd/config/config.cpp; healthd refuses a config it does not know, and fake_node_start fails with
+# healthd/config/config.cpp and healthd/checks/*/*_config.cpp; healthd refuses a config it does not know, and fake_node_start fails with
 # its message.
 set -euo pipefail
 # shellcheck source=bench/lib.sh

@@ -1,4 +1,4 @@
-// The action journal's state file (healthd/engine/journal: Journal::load), replayed at every start.
+// The action journal's state file (healthd/state/journal: Journal::load), replayed at every start.
 // Properties: never a crash or undefined behaviour on any file content.
 #include "state/journal.hpp"
 #include "fuzz_support.hpp"

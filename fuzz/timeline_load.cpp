@@ -1,4 +1,4 @@
-// The job timeline's state file (healthd/engine/timeline: Timeline::load), read at every start and
+// The job timeline's state file (healthd/state/timeline: Timeline::load), read at every start and
 // shown by `healthctl explain`. Properties: never a crash or undefined behaviour; what loads can be
 // sent in a reply.
 #include "state/timeline.hpp"

@@ -32,7 +32,7 @@ std::optional<std::string> kernel_log_pattern_error(const std::string& pattern) 
 }
 
 std::vector<KernelLogRule> default_kernel_log_rules() {
-  // GPU XID lines are not here: the XID check takes them (see set_line_hook) and judges them by its
+  // GPU XID lines are not here: the XID check takes them (through a kernel-log tap, checks/check_kind.hpp) and judges them by its
   // policy table, together with the XIDs NVML reports.
   return {
       {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, ""},
