@@ -195,7 +195,9 @@ class Daemon {
   // Periodic sweeps catch faults no event announces (the first at start); poll sweeps run the checks
   // with a cadence of their own that are due; finished jobs are forgotten after the retention time.
   void start_schedules() {
-    periodic_.every(config_.policy.check_interval, [this] { service_.judge_now("periodic"); }, true);
+    // The period is read at each re-arm: a reload's check_interval_s takes effect at the next sweep.
+    periodic_.every([this] { return std::chrono::milliseconds(config_.policy.check_interval); },
+                    [this] { service_.judge_now("periodic"); }, true);
     periodic_.every(poll_period(checks_), [this] { service_.judge_now("poll", true); });
     periodic_.every(std::chrono::minutes(1), [this] {
       if (state_.registry.prune(WallClock::now(), config_.ended_job_retention) > 0) registry_saver_.changed();

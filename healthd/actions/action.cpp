@@ -20,7 +20,6 @@ std::string to_string(Action a) {
 }
 
 std::optional<Action> parse_action(const std::string& s) {
-  if (s == "ignore") return Action::none;  // the XID catalogue's word for it
   for (auto a : {Action::none, Action::warn, Action::restart_app, Action::reset_gpu, Action::drain, Action::reboot,
                  Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook})
     if (to_string(a) == s) return a;

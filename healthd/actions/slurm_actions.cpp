@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
 
@@ -56,6 +57,7 @@ void SlurmActions::run_due(WallTime now) {
     if (e.next_try > now) continue;
     if (!journal_.find(e.id)) continue;  // finished meanwhile by another entry's step
     std::expected<bool, std::string> r;
+    acted_.reset();
     switch (e.kind) {
       case Action::drain: r = do_drain(e, now); break;
       case Action::requeue: r = do_requeue(e, now); break;
@@ -75,7 +77,12 @@ void SlurmActions::run_due(WallTime now) {
         break;
     }
     if (r && *r) {
-      queue_hooks(e, now);  // journalled before the entry is marked done: never lost
+      // A requeue carried out by us got past its requeue step (in this pass or an earlier one).
+      auto done = acted_;
+      if (const auto* current = journal_.find(e.id); e.kind == Action::requeue && current != nullptr &&
+                                                      current->step >= RequeueStep::annotate)
+        done = Action::requeue;
+      if (done) queue_hooks(e, *done, now);  // journalled before the entry is marked done: never lost
       if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
     } else if (!r) {
       spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
@@ -160,6 +167,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
     }
     journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
+    acted_ = rebooting ? Action::reboot : Action::drain;  // ours: this drain, or a replay of it
     return true;
   }
   // Never take out more than the allowed share of any partition this node is in.
@@ -201,6 +209,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
   }
   withheld_.clear();
   journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
+  acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
   return true;
 }
 
@@ -496,6 +505,7 @@ std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, 
   // cancel the reboot that cures the fault.
   if (own->reboot && info->reboot_pending()) return true;
   if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
+  acted_ = Action::resume;
   spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
   own.reset();
   (void)now;
@@ -512,6 +522,7 @@ std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, 
   // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
   if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
   if (auto r = slurm_.signal_job(e.job_id, e.reason); !r) return std::unexpected(r.error().message);
+  acted_ = Action::signal;
   // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
   journal_.mark_signalled(e.job_id, e.restart_count);
   spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, e.reason, e.code, node_);
@@ -520,9 +531,7 @@ std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, 
   return true;
 }
 
-void SlurmActions::queue_hooks(const JournalEntry& done, WallTime now) {
-  if (done.kind == Action::hook || done.kind == Action::annotate) return;
-  const Action what = done.kind == Action::drain && done.reboot ? Action::reboot : done.kind;
+void SlurmActions::queue_hooks(const JournalEntry& done, Action what, WallTime now) {
   for (const auto& hook : policy_.hooks) {
     if (std::find(hook.on.begin(), hook.on.end(), what) == hook.on.end()) continue;
     JournalEntry e;
@@ -553,23 +562,56 @@ std::expected<bool, std::string> SlurmActions::do_hook(const JournalEntry& e, Wa
       timeline_.record(e.job_id, {now, node_, "hook failed", hook->name + " after " + to_string(e.done) + ": " + e.last_error});
     return true;
   }
-  std::vector<std::string> argv;
-  for (const auto& word : hook->command) {
-    std::string w = word;
-    for (std::size_t pos = 0; (pos = w.find("%n", pos)) != std::string::npos; pos += e.node.size()) w.replace(pos, 2, e.node);
-    argv.push_back(std::move(w));
+  auto running = running_hooks_.find(e.id);
+  if (running == running_hooks_.end()) {
+    std::vector<std::string> argv;
+    for (const auto& word : hook->command) {
+      std::string w = word;
+      for (std::size_t pos = 0; (pos = w.find("%n", pos)) != std::string::npos; pos += e.node.size()) w.replace(pos, 2, e.node);
+      argv.push_back(std::move(w));
+    }
+    // The values come from Slurm and from check messages: one line each, no NUL (sanitize).
+    std::vector<std::string> env = {"HEALTHD_ACTION=" + to_string(e.done), "HEALTHD_NODE=" + sanitize(e.node, 255),
+                                    "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000),
+                                    "HEALTHD_JOB_ID=" + std::to_string(e.job_id)};
+    const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(hook->timeout);
+    auto outcome = std::make_shared<HookOutcome>();
+    // On a thread of its own: a hook may take its whole timeout, and the engine must go on sweeping
+    // and releasing requeued jobs meanwhile. Detached: at exit the process ends it, as it would a
+    // child; its deadline bounds it otherwise.
+    try {
+      std::thread([outcome, runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout] {
+        std::expected<ProcessResult, std::string> r = std::unexpected(std::string("did not run"));
+        try {
+          r = runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
+        } catch (const std::exception& ex) {
+          r = std::unexpected(std::string(ex.what()));
+        }
+        std::lock_guard lock(outcome->mutex);
+        outcome->result = std::move(r);
+      }).detach();
+    } catch (const std::system_error& ex) {
+      return std::unexpected("hook " + hook->name + ": no thread to run it on: " + ex.what());
+    }
+    running = running_hooks_.emplace(e.id, std::move(outcome)).first;
   }
-  // The values come from Slurm and from check messages: one line each, no NUL (sanitize).
-  std::vector<std::string> env = {"HEALTHD_ACTION=" + to_string(e.done), "HEALTHD_NODE=" + sanitize(e.node, 255),
-                                  "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000),
-                                  "HEALTHD_JOB_ID=" + std::to_string(e.job_id)};
-  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(hook->timeout);
-  auto run = run_hook_ ? run_hook_(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
-  if (!run) return std::unexpected("hook " + hook->name + ": " + run.error());
-  if (run->timed_out) return std::unexpected("hook " + hook->name + ": no exit within " + std::to_string(hook->timeout.count()) + " s");
-  if (run->signaled || run->exit_code != 0)
-    return std::unexpected("hook " + hook->name + ": " + (run->signaled ? std::string("killed by a signal") : "exit " + std::to_string(run->exit_code)) +
-                           (run->err.empty() ? "" : ": " + sanitize(run->err, 200)));
+  std::optional<std::expected<ProcessResult, std::string>> run;
+  {
+    std::lock_guard lock(running->second->mutex);
+    run = running->second->result;
+  }
+  if (!run) {
+    journal_.wait_until(e.id, now + std::chrono::milliseconds(200), "hook " + hook->name + " running");
+    return false;
+  }
+  running_hooks_.erase(running);
+  if (!*run) return std::unexpected("hook " + hook->name + ": " + run->error());
+  if ((*run)->timed_out)
+    return std::unexpected("hook " + hook->name + ": no exit within " + std::to_string(hook->timeout.count()) + " s");
+  if ((*run)->signaled || (*run)->exit_code != 0)
+    return std::unexpected("hook " + hook->name + ": " +
+                           ((*run)->signaled ? std::string("killed by a signal") : "exit " + std::to_string((*run)->exit_code)) +
+                           ((*run)->err.empty() ? "" : ": " + sanitize((*run)->err, 200)));
   spdlog::info("hook '{}' ran after {} on {}", hook->name, to_string(e.done), e.node);
   if (e.job_id != 0) timeline_.record(e.job_id, {now, node_, "hook ran", hook->name + " after " + to_string(e.done)});
   return true;

@@ -6,8 +6,10 @@
 // before the next call, so a daemon killed between any two calls finishes the others once after its
 // restart; each action looks at Slurm's state first, so a replay never does a thing twice. Slurm's
 // errors arrive typed (actions/slurm_client.hpp: gone, refused, not answering); no decision here
-// reads an error's or a reason's prose. A hook runs at least once after its action (twice only if
-// the daemon is killed between journalling it and marking its action done).
+// reads an error's or a reason's prose. A hook runs after an action healthd carried out (not after
+// one it found nothing to do for), on a thread of its own that the engine polls, never waits for;
+// it runs at least once (twice only if the daemon is killed between journalling it and marking its
+// action done).
 //
 // Nothing is carried out until Slurm has answered once and knows this node (node_name): a daemon
 // with a wrong node name must not drain or requeue someone else's. Runs on the engine's thread; Slurm
@@ -19,6 +21,8 @@
 #include <expected>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,8 +108,8 @@ class SlurmActions {
     int left;           // updates still allowed
   };
   std::expected<bool, std::string> do_hook(const JournalEntry& e, WallTime now);
-  // Journals the hooks that follow a finished entry of this kind.
-  void queue_hooks(const JournalEntry& done, WallTime now);
+  // Journals the hooks that follow `done`, which carried out `what`.
+  void queue_hooks(const JournalEntry& done, Action what, WallTime now);
 
   std::string node_;
   PolicyConfig policy_;
@@ -122,6 +126,15 @@ class SlurmActions {
   bool slurm_ready_ = false;
   std::string slurm_problem_;  // why not ready, for the log (once per change) and status
   WallTime next_slurm_check_{};
+  // What the entry being carried out did on Slurm in this pass (drain, reboot, resume, signal); unset
+  // when it found nothing to do (drained by an admin, withheld, already resumed): no hook then.
+  std::optional<Action> acted_;
+  // A hook's result, written by its thread, read by the engine.
+  struct HookOutcome {
+    std::mutex mutex;
+    std::optional<std::expected<ProcessResult, std::string>> result;
+  };
+  std::map<std::uint64_t, std::shared_ptr<HookOutcome>> running_hooks_;  // by journal entry
 };
 
 }  // namespace ar::healthd

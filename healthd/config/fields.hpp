@@ -108,6 +108,12 @@ class KeyTable {
     fields_[std::move(key)] = std::move(f);
     return *this;
   }
+  // A value's error is positioned at its key rather than at the value ([[checks.kernel_log.rule]]
+  // always said where the key is).
+  KeyTable& errors_at_key() {
+    errors_at_key_ = true;
+    return *this;
+  }
   // A key whose value has positions of its own ([[checks.kernel_log.rule]]).
   KeyTable& nested(std::string key, Nested f) {
     nested_[std::move(key)] = std::move(f);
@@ -130,7 +136,8 @@ class KeyTable {
       std::string name(key.str());
       if (auto f = fields_.find(name); f != fields_.end()) {
         if (auto r = f->second(value, into); !r)
-          return std::unexpected(where(source, value.source()) + ": key '" + name + "' in [" + section + "] " + r.error());
+          return std::unexpected(where(source, errors_at_key_ ? key.source() : value.source()) + ": key '" + name + "' in [" +
+                                 section + "] " + r.error());
       } else if (auto n = nested_.find(name); n != nested_.end()) {
         if (auto r = n->second(value, into, source); !r) return r;
       } else {
@@ -147,16 +154,19 @@ class KeyTable {
  private:
   std::map<std::string, Field> fields_;
   std::map<std::string, Nested> nested_;
+  bool errors_at_key_ = false;
 };
 
 // An array of tables ([[what]]), each item read with `table` and then checked whole by `finish`,
 // whose error is positioned at the item. `named`: how the value is called when it is not an array of
-// tables ("key 'rule' in [checks.kernel_log]"); empty: `what`.
+// tables ("key 'rule' in [checks.kernel_log]"); empty: `what`. `empty_ok`: `rule = []` is no rules
+// (toml++ does not count an empty array as one of tables).
 template <class T>
 Parsed<std::vector<T>> read_table_array(const toml::node& n, const std::string& what, const std::string& source,
                                         const KeyTable<T>& table, const std::function<Parsed<void>(const T&)>& finish,
-                                        const std::string& named = {}) {
+                                        const std::string& named = {}, bool empty_ok = false) {
   const auto* arr = n.as_array();
+  if (empty_ok && arr != nullptr && arr->empty()) return std::vector<T>{};
   if (arr == nullptr || !arr->is_array_of_tables())
     return std::unexpected(where(source, n.source()) + ": " + (named.empty() ? what : named) +
                            " must be an array of tables ([[" + what + "]])");

@@ -160,8 +160,13 @@ void Engine::loop() {
         wait = std::clamp(until, std::chrono::milliseconds(0), wait);
       }
       wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty(); });
-      if (stopping_) return;
       notes.swap(notes_);
+      if (stopping_) {
+        // A note handed over just before the stop (a step failed) is still recorded.
+        lock.unlock();
+        for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
+        return;
+      }
       if (!requests_.empty()) {
         request = std::move(requests_.front());
         requests_.pop_front();

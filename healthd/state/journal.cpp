@@ -16,6 +16,10 @@ std::optional<Action> parse_kind(const std::string& s) {
   return std::nullopt;
 }
 
+// The name an entry's kind has in the file: an annotate entry keeps the name journals had before the
+// one action vocabulary ("comment"), so a downgraded daemon still reads a journal this one wrote.
+std::string kind_name(Action k) { return k == Action::annotate ? "comment" : to_string(k); }
+
 using json_fields::integer;
 
 std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair, const char* what) {
@@ -28,7 +32,7 @@ std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair, 
 std::expected<void, std::string> Journal::save() {
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& e : pending_) {
-    entries.push_back({{"id", e.id}, {"kind", to_string(e.kind)}, {"node", e.node}, {"job_id", e.job_id},
+    entries.push_back({{"id", e.id}, {"kind", kind_name(e.kind)}, {"node", e.node}, {"job_id", e.job_id},
                        {"restart_count", e.restart_count}, {"code", e.code}, {"reason", e.reason},
                        {"created_ms", to_epoch_ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", to_epoch_ms(e.next_try)},
                        {"last_error", e.last_error}});

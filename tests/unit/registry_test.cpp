@@ -171,3 +171,25 @@ TEST(PolicyHooks, AreReadWithTheirActionsAndRefusedWhenWrong) {
   ASSERT_FALSE(relative);
   EXPECT_NE(relative.error().find("first word must be an absolute path"), std::string::npos) << relative.error();
 }
+
+// What the central reader accepted before the sections moved to their checks, still accepted.
+TEST(ConfigCompatibility, EmptyRuleAndXidArraysAreNoEntries) {
+  auto c = parse_config("[checks.kernel_log]\nrule = []\n[checks.gpu]\nxid = []\n", "f.toml");
+  ASSERT_TRUE(c) << c.error();
+}
+
+TEST(ConfigCompatibility, AKernelLogRuleKeyErrorPointsAtTheKey) {
+  auto c = parse_config("[[checks.kernel_log.rule]]\n  code = 5\n", "f.toml");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().rfind("f.toml:2:3: key 'code' in [[checks.kernel_log.rule]] must be a string", 0), 0u) << c.error();
+}
+
+TEST(ConfigCompatibility, IgnoreIsAnXidActionOnly) {
+  auto xid = parse_config("[[checks.gpu.xid]]\nxid = 43\naction = \"ignore\"\n[checks.gpu]\nxid_unknown_action = \"ignore\"\n", "f.toml");
+  ASSERT_TRUE(xid) << xid.error();
+  auto node = parse_config("[checks.gpu]\nmemory_action = \"ignore\"\n", "f.toml");
+  ASSERT_FALSE(node);
+  EXPECT_NE(node.error().find("must be one of none, warn, drain, reboot"), std::string::npos) << node.error();
+  auto rule = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = \"x\"\naction = \"ignore\"\n", "f.toml");
+  ASSERT_FALSE(rule);
+}

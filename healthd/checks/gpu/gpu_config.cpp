@@ -5,7 +5,9 @@
 namespace ar::healthd {
 namespace {
 
+// The XID catalogue's "ignore" is this table's name for none; no other key takes it.
 Parsed<Action> read_xid_action(const toml::node& n) {
+  if (n.is_string() && *n.value<std::string>() == "ignore") return Action::none;
   auto a = read_action(n, kXidActions);
   if (!a) return std::unexpected(std::string("must be one of ignore, warn, restart_app, reset_gpu, drain, reboot"));
   return a;
@@ -58,7 +60,7 @@ Parsed<void> read_xid_rules(const toml::node& n, GpuConfig& c, const std::string
     if (e.rule.count > 1 && e.rule.window.count() == 0)
       return std::unexpected("XID " + std::to_string(*e.xid) + ": a count above 1 needs window_s");
     return {};
-  }, "key 'xid' in [checks.gpu]");
+  }, "key 'xid' in [checks.gpu]", true);
   if (!entries) return std::unexpected(entries.error());
   c.xid_rules.clear();
   for (auto& e : *entries) {

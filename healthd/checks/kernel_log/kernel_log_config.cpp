@@ -11,7 +11,8 @@ const KeyTable<KernelLogRule>& rule_keys() {
                                .field("code", &KernelLogRule::code, read_string)
                                .field("pattern", &KernelLogRule::pattern, read_string)
                                .field("message", &KernelLogRule::message, read_string)
-                               .field("action", &KernelLogRule::action, [](const toml::node& n) { return read_action(n); });
+                               .field("action", &KernelLogRule::action, [](const toml::node& n) { return read_action(n); })
+                               .errors_at_key();
   return keys;
 }
 
@@ -28,7 +29,7 @@ Parsed<void> read_rules(const toml::node& n, KernelLogConfig& c, const std::stri
                                                                           ": pattern is not a valid regex (RE2): " + *error);
                                                  return {};
                                                },
-                                               "key 'rule' in [checks.kernel_log]");
+                                               "key 'rule' in [checks.kernel_log]", true);
   if (!rules) return std::unexpected(rules.error());
   c.rules = *rules;
   return {};
