@@ -1,0 +1,51 @@
+// docs/checks.md names every code healthd can emit: a code written in the source of a check, the
+// engine or the actions and missing from the reference fails here. A code built from a prefix
+// ("EFA-COUNTER-" + name) is documented as the prefix followed by a placeholder ("EFA-COUNTER-<name>").
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every string literal that looks like a code: upper-case words joined by '-', possibly ending in '-'.
+std::set<std::string> codes_in_source() {
+  const std::regex literal("\"([A-Z][A-Z0-9]*-(?:[A-Z0-9]+-)*[A-Z0-9]*)\"");
+  std::set<std::string> codes;
+  for (const char* dir : {"healthd/checks", "healthd/engine", "healthd/actions"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(AR_SOURCE_DIR) / dir)) {
+      const auto ext = entry.path().extension();
+      if (ext != ".cpp" && ext != ".hpp") continue;
+      const auto text = read(entry.path());
+      for (std::sregex_iterator it(text.begin(), text.end(), literal), end; it != end; ++it) codes.insert((*it)[1]);
+    }
+  }
+  return codes;
+}
+
+}  // namespace
+
+TEST(CheckReference, EveryCodeInTheSourceIsDocumented) {
+  const auto reference = read(std::filesystem::path(AR_SOURCE_DIR) / "docs/checks.md");
+  ASSERT_FALSE(reference.empty());
+  const auto codes = codes_in_source();
+  // The scan finds what it should: a fixed code, and prefixes of built ones.
+  ASSERT_TRUE(codes.contains("GPU-ROW-REMAP-FAILED"));
+  ASSERT_TRUE(codes.contains("EFA-COUNTER-"));
+  ASSERT_TRUE(codes.contains("SCRIPT-"));
+  for (const auto& code : codes) {
+    const bool prefix = code.back() == '-';
+    const auto documented = prefix ? "`" + code + "<" : "`" + code + "`";
+    EXPECT_NE(reference.find(documented), std::string::npos) << code << " is missing from docs/checks.md";
+  }
+}
