@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <spdlog/spdlog.h>
@@ -284,6 +285,55 @@ class Daemon {
 };
 
 }  // namespace
+
+int check_config(const std::filesystem::path& config_file, const Overrides& overrides, std::ostream& out,
+                 std::ostream& err) {
+  auto loaded = load_config(config_file);
+  if (!loaded) {
+    err << "healthd: config: " << loaded.error() << "\n";
+    return 2;
+  }
+  Config config = std::move(*loaded);
+  apply_overrides(config, overrides);
+  std::string profile = "none";
+  if (config.instance_type == "auto") {
+    profile = "auto (detected at start from instance metadata)";
+  } else if (!config.instance_type.empty()) {
+    auto found = resolve_profile(config.instance_type, config.profile_dir);
+    if (!found) {
+      err << "healthd: config: " << found.error().message << "\n";
+      return 2;
+    }
+    apply_profile(config, *found);
+    profile = found->name + " (" + found->source + ")";
+  }
+  // The checks are built as the daemon builds them, with a state directory of their own: a check may
+  // read its state file when built, and a running daemon's must not be touched.
+  std::error_code ec;
+  auto scratch = std::filesystem::temp_directory_path(ec) / ("healthd-check-config." + std::to_string(::getpid()));
+  std::filesystem::create_directories(scratch, ec);
+  BuildContext context{config.node_name, config.host_root, scratch};
+  auto checks = build_checks(config, context);
+  std::filesystem::remove_all(scratch, ec);
+  out << "config " << config_file.string() << ": ok\n"
+      << "node " << config.node_name << ", socket " << config.socket.string() << ", state " << config.state_dir.string()
+      << ", host root " << config.host_root.string() << "\n"
+      << "profile " << profile << "\n"
+      << "every " << config.policy.check_interval.count() << " s, deadline " << config.policy.check_deadline.count()
+      << " s; " << checks.size() << " checks:\n";
+  for (const auto& check : checks) {
+    const auto every = check->schedule().every;
+    out << "  " << check->name();
+    if (every.count() > 0) out << " (every " << std::chrono::duration_cast<std::chrono::seconds>(every).count() << " s)";
+    out << "\n";
+  }
+  for (const auto& hook : config.policy.hooks) {
+    std::string on;
+    for (auto a : hook.on) on += (on.empty() ? "" : ", ") + to_string(a);
+    out << "hook " << hook.name << " after " << on << ": " << hook.command.front() << "\n";
+  }
+  return 0;
+}
 
 int run_daemon(const std::filesystem::path& config_file, const Overrides& overrides) {
   auto config = load_daemon_config(config_file, overrides);

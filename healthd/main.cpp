@@ -1,4 +1,6 @@
 // healthd: the per-node health daemon. Runs in the foreground (systemd or a terminal).
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -20,11 +22,18 @@ int main(int argc, char** argv) {
       });
   app.add_option("--socket", socket, "socket path (overrides the config)");
   app.add_option("--state-dir", state_dir, "state directory (overrides the config)");
+  bool check_only = false;
+  app.add_flag("--check-config", check_only,
+               "check the config (and the profile, programs, checks it names) without starting; exit 0 or 2");
   app.set_version_flag("--version", std::string("healthd ") + ar::healthd::kVersion);
   CLI11_PARSE(app, argc, argv);
   overrides.socket = socket;
   overrides.state_dir = state_dir;
 
+  if (check_only) {
+    spdlog::set_level(spdlog::level::warn);  // the checks' own start-up lines are not the answer
+    return ar::healthd::check_config(config_file, overrides, std::cout, std::cerr);
+  }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   // Before any child starts: a grandchild that escapes its process group (setsid) and outlives its
   // parent comes back to healthd, so a deadline can still kill it and the reaper waits for it.

@@ -9,6 +9,8 @@
 
 #include "checks/registry.hpp"
 #include "config/fields.hpp"
+#include "daemon.hpp"
+#include <sstream>
 #include "temp_dir.hpp"
 
 using namespace ar::healthd;
@@ -192,4 +194,26 @@ TEST(ConfigCompatibility, IgnoreIsAnXidActionOnly) {
   EXPECT_NE(node.error().find("must be one of none, warn, drain, reboot"), std::string::npos) << node.error();
   auto rule = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = \"x\"\naction = \"ignore\"\n", "f.toml");
   ASSERT_FALSE(rule);
+}
+
+// healthd --check-config: the daemon's own loading and building, without starting or touching state.
+TEST(CheckConfig, SaysWhatWouldRunAndLeavesTheStateDirectoryAlone) {
+  HostFixture host("[[checks.script]]\nname = \"ib\"\ncommand = [\"/bin/true\"]\ninterval_s = 60\n"
+                   "[[policy.hook]]\nname = \"ticket\"\non = [\"drain\"]\ncommand = [\"/bin/true\"]\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(check_config(host.file, {}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find(": ok\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("  gpu_xid\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("  script:ib (every 60 s)\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("hook ticket after drain: /bin/true"), std::string::npos) << out.str();
+  EXPECT_TRUE(std::filesystem::is_empty(host.dir / "state"));  // no state file written or read there
+}
+
+TEST(CheckConfig, ABadConfigIsExit2WithThePosition) {
+  HostFixture host("[checks.efa]\ncounter_windw_s = 5\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(check_config(host.file, {}, out, err), 2);
+  EXPECT_NE(err.str().find("healthd.toml:10:1: unknown key 'counter_windw_s' in [checks.efa]; did you mean"), std::string::npos)
+      << err.str();
+  EXPECT_TRUE(out.str().empty());
 }
