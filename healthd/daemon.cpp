@@ -200,6 +200,12 @@ class Daemon {
     periodic_.every([this] { return std::chrono::milliseconds(config_.policy.check_interval); },
                     [this] { service_.judge_now("periodic"); }, true);
     periodic_.every(poll_period(checks_), [this] { service_.judge_now("poll", true); });
+    // systemd's watchdog (WatchdogSec): pinged from the event loop itself at half its period, so a
+    // loop that hangs stops the pings and systemd restarts the daemon.
+    std::uint64_t watchdog_usec = 0;
+    if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0)
+      periodic_.every(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::microseconds(watchdog_usec / 2)),
+                      [] { sd_notify(0, "WATCHDOG=1"); }, true);
     periodic_.every(std::chrono::minutes(1), [this] {
       if (state_.registry.prune(WallClock::now(), config_.ended_job_retention) > 0) registry_saver_.changed();
       // After a burst (hundreds of steps at once) glibc keeps the freed heap; give it back, so the

@@ -158,3 +158,37 @@ PY
   [ "${lines[2]}" = "exit 0" ]
   [ "${lines[3]}" = "socket removed" ]
 }
+
+@test "under systemd's watchdog healthd pings it from its event loop, and only then" {
+  local dir="${AR_CLUSTER_DIR}/watchdog-$$"
+  mkdir -p "$dir"
+  printf '[daemon]\nnode_name = "nx"\n' > "$dir/healthd.toml"
+  run python3 - "$AR_HEALTHD" "$dir" <<'PY'
+import os, signal, socket, subprocess, sys, time
+healthd, d = sys.argv[1], sys.argv[2]
+def run(extra):
+    path = d + "/notify-%d.sock" % len(extra)
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); ns.bind(path); ns.settimeout(0.2)
+    env = dict(os.environ, NOTIFY_SOCKET=path, **extra)
+    p = subprocess.Popen([healthd, "--config", d + "/healthd.toml", "--socket", d + "/h.sock", "--state-dir", d + "/state"],
+                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got, deadline = [], time.time() + 3
+    while time.time() < deadline:
+        try:
+            got.append(ns.recv(256).decode().strip())
+        except socket.timeout:
+            pass
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=10)
+    return got
+with_watchdog = run({"WATCHDOG_USEC": "400000"})
+without = run({})
+print("with", with_watchdog.count("WATCHDOG=1"))
+print("without", without.count("WATCHDOG=1"))
+PY
+  [ "$status" -eq 0 ]
+  echo "$output"
+  # every 200 ms for 3 s: well over 5 pings; none when systemd asked for no watchdog
+  (( $(echo "${lines[0]}" | cut -d' ' -f2) >= 5 ))
+  [ "${lines[1]}" = "without 0" ]
+}
