@@ -55,7 +55,10 @@ void set_log_level(const std::string& level) { spdlog::set_level(spdlog::level::
 // The instance profile fills the expected counts the config leaves unset. "auto" is detected from
 // EC2 instance metadata (the EC2 check's endpoint); off EC2, or with IMDS down, the daemon checks
 // without a profile rather than not start. A named profile that does not exist is a config error.
-std::expected<void, StartupError> apply_instance_profile(Config& config) {
+// `detect`: false leaves "auto" undetected (--check-config asks no metadata service). Returns the
+// profile applied, if any.
+std::expected<std::optional<InstanceProfile>, StartupError> apply_instance_profile(Config& config, bool detect = true) {
+  if (config.instance_type == "auto" && !detect) return std::nullopt;
   if (config.instance_type == "auto") {
     const auto& endpoint = config.section<Ec2Config>().endpoint;
     if (auto detected = fetch_instance_type(endpoint, std::chrono::seconds(2)); detected) {
@@ -65,17 +68,17 @@ std::expected<void, StartupError> apply_instance_profile(Config& config) {
       spdlog::warn("profile: instance type not detected: {}; checking without a profile", detected.error());
     }
   }
-  if (config.instance_type.empty()) return {};
+  if (config.instance_type.empty()) return std::nullopt;
   auto profile = resolve_profile(config.instance_type, config.profile_dir);
   if (!profile) {
     if (config.instance_type != "auto") return std::unexpected(StartupError{2, "config: " + profile.error().message});
     spdlog::warn("healthd: profile: {}; checking without a profile", profile.error().message);
-    return {};
+    return std::nullopt;
   }
   apply_profile(config, *profile);
   spdlog::info("profile {}: {} GPUs, {} EFA, {} Neuron, {} CPUs expected ({})", profile->name, profile->gpus,
                profile->efa_devices, profile->neuron_devices, profile->cpus, profile->source);
-  return {};
+  return *profile;
 }
 
 // Step 1: the config file, the command line's overrides, the profile; the process set up for it.
@@ -301,18 +304,14 @@ int check_config(const std::filesystem::path& config_file, const Overrides& over
   }
   Config config = std::move(*loaded);
   apply_overrides(config, overrides);
-  std::string profile = "none";
-  if (config.instance_type == "auto") {
-    profile = "auto (detected at start from instance metadata)";
-  } else if (!config.instance_type.empty()) {
-    auto found = resolve_profile(config.instance_type, config.profile_dir);
-    if (!found) {
-      err << "healthd: config: " << found.error().message << "\n";
-      return 2;
-    }
-    apply_profile(config, *found);
-    profile = found->name + " (" + found->source + ")";
+  auto applied = apply_instance_profile(config, false);
+  if (!applied) {
+    err << "healthd: " << applied.error().message << "\n";
+    return 2;
   }
+  const std::string profile = *applied                         ? (*applied)->name + " (" + (*applied)->source + ")"
+                              : config.instance_type == "auto" ? "auto (detected at start from instance metadata)"
+                                                               : "none";
   // The checks are built as the daemon builds them, with a state directory of their own: a check may
   // read its state file when built, and a running daemon's must not be touched.
   std::error_code ec;
@@ -333,11 +332,8 @@ int check_config(const std::filesystem::path& config_file, const Overrides& over
     if (every.count() > 0) out << " (every " << std::chrono::duration_cast<std::chrono::seconds>(every).count() << " s)";
     out << "\n";
   }
-  for (const auto& hook : config.policy.hooks) {
-    std::string on;
-    for (auto a : hook.on) on += (on.empty() ? "" : ", ") + to_string(a);
-    out << "hook " << hook.name << " after " << on << ": " << hook.command.front() << "\n";
-  }
+  for (const auto& hook : config.policy.hooks)
+    out << "hook " << hook.name << " after " << action_names(hook.on) << ": " << hook.command.front() << "\n";
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "auto_resume/job_comment.hpp"
+#include "config/fields.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -565,11 +566,7 @@ std::expected<bool, std::string> SlurmActions::do_hook(const JournalEntry& e, Wa
   auto running = running_hooks_.find(e.id);
   if (running == running_hooks_.end()) {
     std::vector<std::string> argv;
-    for (const auto& word : hook->command) {
-      std::string w = word;
-      for (std::size_t pos = 0; (pos = w.find("%n", pos)) != std::string::npos; pos += e.node.size()) w.replace(pos, 2, e.node);
-      argv.push_back(std::move(w));
-    }
+    for (const auto& word : hook->command) argv.push_back(expand_node_name(word, e.node));
     // The values come from Slurm and from check messages: one line each, no NUL (sanitize).
     std::vector<std::string> env = {"HEALTHD_ACTION=" + to_string(e.done), "HEALTHD_NODE=" + sanitize(e.node, 255),
                                     "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000),

@@ -49,4 +49,14 @@ CheckKind check_kind(CheckSection section, std::function<std::vector<std::shared
           }};
 }
 
+// A kind that builds at most one check: `build` returns it, or null when the settings turn it off.
+template <class S>
+CheckKind single_check_kind(CheckSection section, std::function<std::shared_ptr<Check>(const S&, BuildContext&)> build) {
+  return check_kind<S>(std::move(section), [build = std::move(build)](const S& s, BuildContext& context) {
+    std::vector<std::shared_ptr<Check>> checks;
+    if (auto check = build(s, context)) checks.push_back(std::move(check));
+    return checks;
+  });
+}
+
 }  // namespace ar::healthd

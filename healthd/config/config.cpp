@@ -110,13 +110,7 @@ const KeyTable<HookConfig>& hook_keys() {
                  })
           .field("timeout_s", &HookConfig::timeout, seconds_in(1, 3600))
           .field("attempts", &HookConfig::attempts, uint_in(1, 100))
-          .nested("command", [](const toml::node& n, HookConfig& h, const std::string& source) -> Parsed<void> {
-            auto argv = read_argv(n);
-            if (!argv) return std::unexpected(where(source, n.source()) + ": key 'command' in [[policy.hook]] " + argv.error());
-            h.command = *argv;
-            h.command_where = where(source, n.source());
-            return {};
-          });
+          .field_at("command", &HookConfig::command, &HookConfig::command_where, read_argv);
   return keys;
 }
 
@@ -241,20 +235,13 @@ Parsed<Config> read_config(const toml::table& root, const std::string& source, s
 // Program names become absolute paths in the children's fixed PATH, once, here: at run time no
 // PATH is looked at. An absolute path is kept as it is (it may hold %n, expanded later).
 Parsed<void> resolve_programs(Config& config, const toml::table& root, const std::string& source) {
-  auto& scontrol = config.slurm.scontrol;
-  if (!scontrol.empty() && scontrol.front() != '/') {
-    auto found = resolve_program(scontrol);
-    if (!found)
-      return std::unexpected(where_key(root, "slurm.scontrol", source) + ": key 'scontrol' in [slurm]: " + found.error());
-    scontrol = *found;
-  }
-  for (auto& hook : config.policy.hooks) {
-    auto& program = hook.command.front();
-    if (program.front() == '/') continue;
-    auto found = resolve_program(program);
-    if (!found) return std::unexpected(hook.command_where + ": [[policy.hook]] '" + hook.name + "' command: " + found.error());
-    program = *found;
-  }
+  if (auto r = resolve_config_program(config.slurm.scontrol, where_key(root, "slurm.scontrol", source) + ": key 'scontrol' in [slurm]");
+      !r)
+    return r;
+  for (auto& hook : config.policy.hooks)
+    if (auto r = resolve_config_program(hook.command.front(), hook.command_where + ": [[policy.hook]] '" + hook.name + "' command");
+        !r)
+      return r;
   for (auto& [name, settings] : config.checks)
     if (auto r = settings->resolve_on_host(); !r) return r;
   return {};

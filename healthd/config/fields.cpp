@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "actions/process.hpp"
+
 namespace ar::healthd {
 
 std::string where(const std::string& source, const toml::source_region& r) {
@@ -47,6 +49,14 @@ std::string closest_name(const std::string& name, const std::vector<std::string>
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known) {
   auto close = closest_name(name, known);
   return close.empty() ? std::string() : "; did you mean '" + close + "'?";
+}
+
+Parsed<void> resolve_config_program(std::string& program, const std::string& what) {
+  if (program.empty() || program.front() == '/') return {};
+  auto found = resolve_program(program);
+  if (!found) return std::unexpected(what + ": " + found.error());
+  program = *found;
+  return {};
 }
 
 std::string expand_node_name(std::string text, const std::string& node) {
@@ -154,38 +164,40 @@ Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed)
   return *a;
 }
 
+namespace {
+// An integer within [min, max], as T.
+template <class T>
+std::function<Parsed<T>(const toml::node&)> integer_in(std::int64_t min, std::int64_t max) {
+  return [=](const toml::node& n) -> Parsed<T> {
+    if (!n.is_integer()) return std::unexpected(std::string("must be an integer"));
+    auto v = *n.value<std::int64_t>();
+    if (v < min || v > max) return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return static_cast<T>(v);
+  };
+}
+
+// The same reader, its value wrapped in an optional (a key that, once set, is judged).
+template <class T>
+std::function<Parsed<std::optional<T>>(const toml::node&)> optional_of(std::function<Parsed<T>(const toml::node&)> read) {
+  return [read = std::move(read)](const toml::node& n) -> Parsed<std::optional<T>> {
+    auto v = read(n);
+    if (!v) return std::unexpected(v.error());
+    return std::optional<T>(*v);
+  };
+}
+}  // namespace
+
 std::function<Parsed<std::uint32_t>(const toml::node&)> uint_in(std::int64_t min, std::int64_t max) {
-  return [=](const toml::node& n) -> Parsed<std::uint32_t> {
-    if (!n.is_integer()) return std::unexpected(std::string("must be an integer"));
-    auto v = *n.value<std::int64_t>();
-    if (v < min || v > max) return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
-    return static_cast<std::uint32_t>(v);
-  };
+  return integer_in<std::uint32_t>(min, max);
 }
-
 std::function<Parsed<std::uint64_t>(const toml::node&)> u64_in(std::int64_t min, std::int64_t max) {
-  return [=](const toml::node& n) -> Parsed<std::uint64_t> {
-    if (!n.is_integer()) return std::unexpected(std::string("must be an integer"));
-    auto v = *n.value<std::int64_t>();
-    if (v < min || v > max) return std::unexpected("must be between " + std::to_string(min) + " and " + std::to_string(max));
-    return static_cast<std::uint64_t>(v);
-  };
+  return integer_in<std::uint64_t>(min, max);
 }
-
 std::function<Parsed<std::optional<std::uint32_t>>(const toml::node&)> opt_uint_in(std::int64_t min, std::int64_t max) {
-  return [=](const toml::node& n) -> Parsed<std::optional<std::uint32_t>> {
-    auto v = uint_in(min, max)(n);
-    if (!v) return std::unexpected(v.error());
-    return std::optional<std::uint32_t>(*v);
-  };
+  return optional_of(uint_in(min, max));
 }
-
 std::function<Parsed<std::optional<std::uint64_t>>(const toml::node&)> opt_u64_in(std::int64_t min, std::int64_t max) {
-  return [=](const toml::node& n) -> Parsed<std::optional<std::uint64_t>> {
-    auto v = u64_in(min, max)(n);
-    if (!v) return std::unexpected(v.error());
-    return std::optional<std::uint64_t>(*v);
-  };
+  return optional_of(u64_in(min, max));
 }
 
 std::function<Parsed<double>(const toml::node&)> number_in(double min, double max) {
@@ -199,11 +211,7 @@ std::function<Parsed<double>(const toml::node&)> number_in(double min, double ma
 }
 
 std::function<Parsed<std::optional<double>>(const toml::node&)> opt_number_in(double min, double max) {
-  return [=](const toml::node& n) -> Parsed<std::optional<double>> {
-    auto v = number_in(min, max)(n);
-    if (!v) return std::unexpected(v.error());
-    return std::optional<double>(*v);
-  };
+  return optional_of(number_in(min, max));
 }
 
 }  // namespace ar::healthd

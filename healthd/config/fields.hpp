@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ std::string number_text(double v);
 std::string closest_name(const std::string& name, const std::vector<std::string>& known);
 // "; did you mean 'x'?" or "".
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
+
+// A program the config names, made an absolute path in the children's fixed PATH once, at load (at
+// run time no PATH is looked at); an absolute path is kept as it is (it may hold %n). An empty
+// name is left alone. The error reads "<what>: <why>".
+Parsed<void> resolve_config_program(std::string& program, const std::string& what);
 
 // "%n" in `text` becomes the node name, so one config serves several daemons on one host.
 std::string expand_node_name(std::string text, const std::string& node);
@@ -60,6 +66,8 @@ Parsed<double> read_non_negative(const toml::node& n);
 Parsed<double> read_share(const toml::node& n);  // 0..1
 // One of `allowed` by name (kNodeActions: none, warn, drain, reboot).
 Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed = kNodeActions);
+// read_action with the node actions, as a reader a KeyTable field takes.
+inline Parsed<Action> read_node_action(const toml::node& n) { return read_action(n); }
 
 using ValueReader = std::function<Parsed<void>(const toml::node&)>;
 std::function<Parsed<std::uint32_t>(const toml::node&)> uint_in(std::int64_t min, std::int64_t max);
@@ -103,6 +111,13 @@ class KeyTable {
     };
     return *this;
   }
+  // A field whose "file:line:column" is kept in `at`, for an error found after reading (at load: a
+  // program not found in the children's PATH).
+  template <class T, class R>
+  KeyTable& field_at(std::string key, T S::*member, std::string S::*at, R reader) {
+    at_[key] = at;
+    return field(std::move(key), member, std::move(reader));
+  }
   // A key read by hand (a check across members, a member of a member).
   KeyTable& custom(std::string key, Field f) {
     fields_[std::move(key)] = std::move(f);
@@ -138,6 +153,7 @@ class KeyTable {
         if (auto r = f->second(value, into); !r)
           return std::unexpected(where(source, errors_at_key_ ? key.source() : value.source()) + ": key '" + name + "' in [" +
                                  section + "] " + r.error());
+        if (auto at = at_.find(name); at != at_.end()) into.*(at->second) = where(source, value.source());
       } else if (auto n = nested_.find(name); n != nested_.end()) {
         if (auto r = n->second(value, into, source); !r) return r;
       } else {
@@ -154,6 +170,7 @@ class KeyTable {
  private:
   std::map<std::string, Field> fields_;
   std::map<std::string, Nested> nested_;
+  std::map<std::string, std::string S::*> at_;
   bool errors_at_key_ = false;
 };
 
@@ -197,6 +214,17 @@ Parsed<std::unique_ptr<CheckSettings>> read_check_section(const toml::node* node
   if (finish)
     if (auto r = finish(*s, source); !r) return std::unexpected(r.error());
   return s;
+}
+
+// A check's CheckSection: its [checks.NAME] table read with `keys` (the section keeps them), then
+// checked whole by `finish`.
+template <class S>
+CheckSection check_section(KeyTable<S> keys,
+                           std::type_identity_t<std::function<Parsed<void>(S&, const std::string&)>> finish = {}) {
+  auto table = std::make_shared<const KeyTable<S>>(std::move(keys));
+  return {std::string(S::kSection), [table, finish](const toml::node* node, const std::string& source) {
+            return read_check_section<S>(node, source, *table, finish);
+          }};
 }
 
 }  // namespace ar::healthd

@@ -150,6 +150,7 @@ void Engine::loop() {
   for (;;) {
     std::optional<SweepRequest> request;
     std::deque<std::pair<std::uint32_t, TimelineEvent>> notes;
+    bool stop = false;
     {
       std::unique_lock lock(mutex_);
       // Wake for the next request, or when a journal entry is due (a requeue waiting some tens of ms
@@ -161,13 +162,8 @@ void Engine::loop() {
       }
       wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty(); });
       notes.swap(notes_);
-      if (stopping_) {
-        // A note handed over just before the stop (a step failed) is still recorded.
-        lock.unlock();
-        for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
-        return;
-      }
-      if (!requests_.empty()) {
+      stop = stopping_;
+      if (!stop && !requests_.empty()) {
         request = std::move(requests_.front());
         requests_.pop_front();
       }
@@ -178,7 +174,9 @@ void Engine::loop() {
     }
     auto now = std::chrono::system_clock::now();
     try {
+      // A note handed over just before a stop (a step failed) is still recorded.
       for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
+      if (stop) return;
       if (request) {
         spdlog::debug("sweep: {}", request->why);
         const auto started = std::chrono::steady_clock::now();

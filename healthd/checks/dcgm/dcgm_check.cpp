@@ -160,10 +160,9 @@ CheckResult DcgmCheck::diagnose() {
 }
 
 CheckKind dcgm_check_kind() {
-  return check_kind<DcgmConfig>(dcgm_section(), []([[maybe_unused]] const DcgmConfig& c, [[maybe_unused]] BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (c.enabled) checks.push_back(std::make_shared<DcgmCheck>(c, context.jobs_here));
-    return checks;
+  return single_check_kind<DcgmConfig>(dcgm_section(), [](const DcgmConfig& c, BuildContext& context) -> std::shared_ptr<Check> {
+    if (!c.enabled) return nullptr;
+    return std::make_shared<DcgmCheck>(c, context.jobs_here);
   });
 }
 

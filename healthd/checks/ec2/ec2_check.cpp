@@ -118,10 +118,9 @@ std::vector<CheckResult> Ec2Check::run() {
 }
 
 CheckKind ec2_check_kind() {
-  return check_kind<Ec2Config>(ec2_section(), []([[maybe_unused]] const Ec2Config& c, [[maybe_unused]] BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (c.enabled) checks.push_back(std::make_shared<Ec2Check>(c));
-    return checks;
+  return single_check_kind<Ec2Config>(ec2_section(), [](const Ec2Config& c, BuildContext&) -> std::shared_ptr<Check> {
+    if (!c.enabled) return nullptr;
+    return std::make_shared<Ec2Check>(c);
   });
 }
 

@@ -210,10 +210,9 @@ std::vector<CheckResult> EdacCheck::run_at(Clock::time_point now) {
 }
 
 CheckKind edac_check_kind() {
-  return check_kind<EdacConfig>(edac_section(), [](const EdacConfig& c, BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (c.enabled) checks.push_back(std::make_shared<EdacCheck>(c, context.host_root));
-    return checks;
+  return single_check_kind<EdacConfig>(edac_section(), [](const EdacConfig& c, BuildContext& context) -> std::shared_ptr<Check> {
+    if (!c.enabled) return nullptr;
+    return std::make_shared<EdacCheck>(c, context.host_root);
   });
 }
 

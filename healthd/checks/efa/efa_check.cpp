@@ -162,10 +162,9 @@ std::vector<CheckResult> EfaCheck::run_at(CounterWindow::Clock::time_point now) 
 }
 
 CheckKind efa_check_kind() {
-  return check_kind<EfaConfig>(efa_section(), []([[maybe_unused]] const EfaConfig& c, [[maybe_unused]] BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (c.enabled) checks.push_back(std::make_shared<EfaCheck>(c, context.host_root));
-    return checks;
+  return single_check_kind<EfaConfig>(efa_section(), [](const EfaConfig& c, BuildContext& context) -> std::shared_ptr<Check> {
+    if (!c.enabled) return nullptr;
+    return std::make_shared<EfaCheck>(c, context.host_root);
   });
 }
 

@@ -19,21 +19,15 @@ Parsed<std::map<std::string, std::uint64_t>> read_thresholds(const toml::node& n
   return out;
 }
 
-const KeyTable<EfaConfig>& keys() {
-  static const auto keys = KeyTable<EfaConfig>()
-                               .field("enabled", &EfaConfig::enabled, read_bool)
-                               .field("expected_devices", &EfaConfig::expected_devices, opt_uint_in(0, 1024))
-                               .field("counter_window_s", &EfaConfig::counter_window, seconds_in(1, 24 * 3600))
-                               .field("counter_thresholds", &EfaConfig::counter_thresholds, read_thresholds)
-                               .field("counter_action", &EfaConfig::counter_action, [](const toml::node& n) { return read_action(n); });
-  return keys;
-}
-
 }  // namespace
 
 CheckSection efa_section() {
-  return {std::string(EfaConfig::kSection),
-          [](const toml::node* node, const std::string& source) { return read_check_section(node, source, keys()); }};
+  return check_section(KeyTable<EfaConfig>()
+                           .field("enabled", &EfaConfig::enabled, read_bool)
+                           .field("expected_devices", &EfaConfig::expected_devices, opt_uint_in(0, 1024))
+                           .field("counter_window_s", &EfaConfig::counter_window, seconds_in(1, 24 * 3600))
+                           .field("counter_thresholds", &EfaConfig::counter_thresholds, read_thresholds)
+                           .field("counter_action", &EfaConfig::counter_action, read_node_action));
 }
 
 }  // namespace ar::healthd

@@ -82,43 +82,34 @@ KeyTable<GpuConfig>::Field threshold(T GpuThresholds::*member, R read) {
   };
 }
 
-Parsed<Action> node_action(const toml::node& n) { return read_action(n); }
-
-const KeyTable<GpuConfig>& keys() {
-  static const auto keys =
-      KeyTable<GpuConfig>()
-          .field("enabled", &GpuConfig::enabled, read_bool)
-          .field("library", &GpuConfig::library, read_text)
-          .field("deadline_ms", &GpuConfig::deadline, millis_in(100, 600000))
-          .field("events", &GpuConfig::events, read_bool)
-          .custom("expected_count", threshold(&GpuThresholds::expected_count, uint_in(0, 64)))
-          .custom("required", threshold(&GpuThresholds::required, read_bool))
-          .custom("ecc_uncorrected_max", threshold(&GpuThresholds::ecc_uncorrected_max, u64_in(0, 1000000)))
-          .custom("retired_pages_max", threshold(&GpuThresholds::retired_pages_max, uint_in(0, 100000)))
-          .custom("memory_action", threshold(&GpuThresholds::memory_action, node_action))
-          .custom("clock_slowdown_action", threshold(&GpuThresholds::clock_slowdown_action, node_action))
-          .custom("pcie_width_action", threshold(&GpuThresholds::pcie_width_action, node_action))
-          .custom("pcie_gen_action", threshold(&GpuThresholds::pcie_gen_action, node_action))
-          .custom("nvlink_expected_links", threshold(&GpuThresholds::nvlink_expected_links, uint_in(0, 18)))
-          .custom("nvlink_down_action", threshold(&GpuThresholds::nvlink_down_action, node_action))
-          .custom("nvlink_error_rise_max", threshold(&GpuThresholds::nvlink_error_rise_max, u64_in(0, 1000000000)))
-          .custom("nvlink_error_action", threshold(&GpuThresholds::nvlink_error_action, node_action))
-          .custom("temperature_max_c", threshold(&GpuThresholds::temperature_max_c, uint_in(30, 150)))
-          .custom("temperature_action", threshold(&GpuThresholds::temperature_action, node_action))
-          .custom("persistence_required", threshold(&GpuThresholds::persistence_required, read_bool))
-          .custom("power_check", threshold(&GpuThresholds::power_check, read_bool))
-          .field("xid_hold_s", &GpuConfig::xid_hold, seconds_in(1, 30L * 24 * 3600))
-          .field("xid_unknown_action", &GpuConfig::xid_unknown, read_xid_action)
-          .field("boot_id", &GpuConfig::boot_id, read_abs_path)
-          .nested("xid", read_xid_rules);
-  return keys;
-}
-
 }  // namespace
 
 CheckSection gpu_section() {
-  return {std::string(GpuConfig::kSection),
-          [](const toml::node* node, const std::string& source) { return read_check_section(node, source, keys()); }};
+  return check_section(KeyTable<GpuConfig>()
+                           .field("enabled", &GpuConfig::enabled, read_bool)
+                           .field("library", &GpuConfig::library, read_text)
+                           .field("deadline_ms", &GpuConfig::deadline, millis_in(100, 600000))
+                           .field("events", &GpuConfig::events, read_bool)
+                           .custom("expected_count", threshold(&GpuThresholds::expected_count, uint_in(0, 64)))
+                           .custom("required", threshold(&GpuThresholds::required, read_bool))
+                           .custom("ecc_uncorrected_max", threshold(&GpuThresholds::ecc_uncorrected_max, u64_in(0, 1000000)))
+                           .custom("retired_pages_max", threshold(&GpuThresholds::retired_pages_max, uint_in(0, 100000)))
+                           .custom("memory_action", threshold(&GpuThresholds::memory_action, read_node_action))
+                           .custom("clock_slowdown_action", threshold(&GpuThresholds::clock_slowdown_action, read_node_action))
+                           .custom("pcie_width_action", threshold(&GpuThresholds::pcie_width_action, read_node_action))
+                           .custom("pcie_gen_action", threshold(&GpuThresholds::pcie_gen_action, read_node_action))
+                           .custom("nvlink_expected_links", threshold(&GpuThresholds::nvlink_expected_links, uint_in(0, 18)))
+                           .custom("nvlink_down_action", threshold(&GpuThresholds::nvlink_down_action, read_node_action))
+                           .custom("nvlink_error_rise_max", threshold(&GpuThresholds::nvlink_error_rise_max, u64_in(0, 1000000000)))
+                           .custom("nvlink_error_action", threshold(&GpuThresholds::nvlink_error_action, read_node_action))
+                           .custom("temperature_max_c", threshold(&GpuThresholds::temperature_max_c, uint_in(30, 150)))
+                           .custom("temperature_action", threshold(&GpuThresholds::temperature_action, read_node_action))
+                           .custom("persistence_required", threshold(&GpuThresholds::persistence_required, read_bool))
+                           .custom("power_check", threshold(&GpuThresholds::power_check, read_bool))
+                           .field("xid_hold_s", &GpuConfig::xid_hold, seconds_in(1, 30L * 24 * 3600))
+                           .field("xid_unknown_action", &GpuConfig::xid_unknown, read_xid_action)
+                           .field("boot_id", &GpuConfig::boot_id, read_abs_path)
+                           .nested("xid", read_xid_rules));
 }
 
 }  // namespace ar::healthd

@@ -190,7 +190,7 @@ bool KernelLogCheck::poll() {
   auto now = Clock::now();
   for (const auto& line : *lines) {
     // Another check's line (an XID) is theirs alone: not matched against the rules as well.
-    auto verdict = hook_ ? hook_(line) : LineVerdict::not_mine;
+    auto verdict = LineVerdict::not_mine;
     if (taps_)
       for (auto tap = taps_->begin(); verdict == LineVerdict::not_mine && tap != taps_->end(); ++tap) verdict = (*tap)(line);
     if (verdict == LineVerdict::new_fault) new_fault = true;

@@ -89,7 +89,7 @@ class KernelLogCheck : public Check {
 
   // Set before the first poll (and before start()): one hook (tests), or the taps other checks'
   // factories added (checks/check_kind.hpp), read from then on and never changed.
-  void set_line_hook(LineHook hook) { hook_ = std::move(hook); }
+  void set_line_hook(LineHook hook) { taps_ = std::make_shared<const KernelLineTaps>(KernelLineTaps{std::move(hook)}); }
   void set_line_taps(std::shared_ptr<const KernelLineTaps> taps) { taps_ = std::move(taps); }
 
   // Reads new lines and records faults; true when a new fault code appeared (so the caller judges the
@@ -115,7 +115,6 @@ class KernelLogCheck : public Check {
   std::string reader_error_;
   std::map<std::string, KernelLogFault> active_;
   std::filesystem::path state_file_;
-  LineHook hook_;
   std::shared_ptr<const KernelLineTaps> taps_;
   std::jthread watcher_;  // last: stopped before the members it uses go
 };

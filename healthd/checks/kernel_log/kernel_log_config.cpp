@@ -11,7 +11,7 @@ const KeyTable<KernelLogRule>& rule_keys() {
                                .field("code", &KernelLogRule::code, read_string)
                                .field("pattern", &KernelLogRule::pattern, read_string)
                                .field("message", &KernelLogRule::message, read_string)
-                               .field("action", &KernelLogRule::action, [](const toml::node& n) { return read_action(n); })
+                               .field("action", &KernelLogRule::action, read_node_action)
                                .errors_at_key();
   return keys;
 }
@@ -35,22 +35,16 @@ Parsed<void> read_rules(const toml::node& n, KernelLogConfig& c, const std::stri
   return {};
 }
 
-const KeyTable<KernelLogConfig>& keys() {
-  static const auto keys = KeyTable<KernelLogConfig>()
-                               .field("enabled", &KernelLogConfig::enabled, read_bool)
-                               .field("path", &KernelLogConfig::path, read_abs_path)
-                               .field("poll_interval_ms", &KernelLogConfig::poll_interval, millis_in(10, 60000))
-                               .field("hold_s", &KernelLogConfig::hold, seconds_in(1, 30L * 24 * 3600))
-                               .field("default_rules", &KernelLogConfig::default_rules, read_bool)
-                               .nested("rule", read_rules);
-  return keys;
-}
-
 }  // namespace
 
 CheckSection kernel_log_section() {
-  return {std::string(KernelLogConfig::kSection),
-          [](const toml::node* node, const std::string& source) { return read_check_section(node, source, keys()); }};
+  return check_section(KeyTable<KernelLogConfig>()
+                           .field("enabled", &KernelLogConfig::enabled, read_bool)
+                           .field("path", &KernelLogConfig::path, read_abs_path)
+                           .field("poll_interval_ms", &KernelLogConfig::poll_interval, millis_in(10, 60000))
+                           .field("hold_s", &KernelLogConfig::hold, seconds_in(1, 30L * 24 * 3600))
+                           .field("default_rules", &KernelLogConfig::default_rules, read_bool)
+                           .nested("rule", read_rules));
 }
 
 }  // namespace ar::healthd

@@ -231,10 +231,9 @@ std::vector<CheckResult> NeuronCheck::run_at(Clock::time_point now) {
 }
 
 CheckKind neuron_check_kind() {
-  return check_kind<NeuronConfig>(neuron_section(), []([[maybe_unused]] const NeuronConfig& c, [[maybe_unused]] BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (c.enabled) checks.push_back(std::make_shared<NeuronCheck>(c, context.host_root));
-    return checks;
+  return single_check_kind<NeuronConfig>(neuron_section(), [](const NeuronConfig& c, BuildContext& context) -> std::shared_ptr<Check> {
+    if (!c.enabled) return nullptr;
+    return std::make_shared<NeuronCheck>(c, context.host_root);
   });
 }
 

@@ -90,10 +90,9 @@ std::vector<CheckResult> judge_node(const NodeSnapshot& snap, const NodeConfig& 
 }
 
 CheckKind node_check_kind() {
-  return check_kind<NodeConfig>(node_section(), []([[maybe_unused]] const NodeConfig& c, [[maybe_unused]] BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (c.enabled) checks.push_back(std::make_shared<NodeCheck>(c, context.host_root));
-    return checks;
+  return single_check_kind<NodeConfig>(node_section(), [](const NodeConfig& c, BuildContext& context) -> std::shared_ptr<Check> {
+    if (!c.enabled) return nullptr;
+    return std::make_shared<NodeCheck>(c, context.host_root);
   });
 }
 

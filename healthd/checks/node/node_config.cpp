@@ -3,25 +3,15 @@
 #include "config/fields.hpp"
 
 namespace ar::healthd {
-namespace {
-
-const KeyTable<NodeConfig>& keys() {
-  static const auto keys = KeyTable<NodeConfig>()
-                               .field("enabled", &NodeConfig::enabled, read_bool)
-                               .field("expected_cpus", &NodeConfig::expected_cpus, opt_uint_in(1, 100000))
-                               .field("min_memory_gib", &NodeConfig::min_memory_gib, opt_number_in(0, 1e6))
-                               .field("memory_slack_pct", &NodeConfig::memory_slack_pct, number_in(0, 50))
-                               .field("min_shm_gib", &NodeConfig::min_shm_gib, number_in(0, 1e6))
-                               .field("clock_action", &NodeConfig::clock_action, [](const toml::node& n) { return read_action(n); })
-                               .field("required_processes", &NodeConfig::required_processes, read_names);
-  return keys;
-}
-
-}  // namespace
-
 CheckSection node_section() {
-  return {std::string(NodeConfig::kSection),
-          [](const toml::node* node, const std::string& source) { return read_check_section(node, source, keys()); }};
+  return check_section(KeyTable<NodeConfig>()
+                           .field("enabled", &NodeConfig::enabled, read_bool)
+                           .field("expected_cpus", &NodeConfig::expected_cpus, opt_uint_in(1, 100000))
+                           .field("min_memory_gib", &NodeConfig::min_memory_gib, opt_number_in(0, 1e6))
+                           .field("memory_slack_pct", &NodeConfig::memory_slack_pct, number_in(0, 50))
+                           .field("min_shm_gib", &NodeConfig::min_shm_gib, number_in(0, 1e6))
+                           .field("clock_action", &NodeConfig::clock_action, read_node_action)
+                           .field("required_processes", &NodeConfig::required_processes, read_names));
 }
 
 }  // namespace ar::healthd

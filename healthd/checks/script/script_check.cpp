@@ -64,7 +64,7 @@ std::vector<CheckResult> ScriptCheck::run() {
 }
 
 CheckKind script_check_kind() {
-  return check_kind<ScriptsConfig>(script_section(), []([[maybe_unused]] const ScriptsConfig& c, [[maybe_unused]] BuildContext& context) {
+  return check_kind<ScriptsConfig>(script_section(), [](const ScriptsConfig& c, BuildContext&) {
     std::vector<std::shared_ptr<Check>> checks;
     for (const auto& script : c.scripts) checks.push_back(std::make_shared<ScriptCheck>(script));
     return checks;

@@ -1,6 +1,5 @@
 #include "script_config.hpp"
 
-#include "actions/process.hpp"
 #include "config/fields.hpp"
 
 namespace ar::healthd {
@@ -12,14 +11,8 @@ const KeyTable<ScriptConfig>& keys() {
           .field("name", &ScriptConfig::name, read_string)
           .field("timeout_s", &ScriptConfig::timeout, seconds_in(1, 3600))
           .field("interval_s", &ScriptConfig::interval, seconds_in(1, 7 * 24 * 3600))
-          .field("action", &ScriptConfig::action, [](const toml::node& n) { return read_action(n); })
-          .nested("command", [](const toml::node& n, ScriptConfig& s, const std::string& source) -> Parsed<void> {
-            auto argv = read_argv(n);
-            if (!argv) return std::unexpected(where(source, n.source()) + ": key 'command' in [[checks.script]] " + argv.error());
-            s.command = *argv;
-            s.command_where = where(source, n.source());
-            return {};
-          });
+          .field("action", &ScriptConfig::action, read_node_action)
+          .field_at("command", &ScriptConfig::command, &ScriptConfig::command_where, read_argv);
   return keys;
 }
 
@@ -31,14 +24,11 @@ void ScriptsConfig::expand_node(const std::string& node) {
 }
 
 std::expected<void, std::string> ScriptsConfig::resolve_on_host() {
-  for (auto& script : scripts) {
-    auto& program = script.command.front();
-    if (program.front() == '/') continue;  // kept as it is (it may hold %n, expanded later)
-    auto found = resolve_program(program);
-    if (!found)
-      return std::unexpected(script.command_where + ": [[checks.script]] '" + script.name + "' command: " + found.error());
-    program = *found;
-  }
+  for (auto& script : scripts)
+    if (auto r = resolve_config_program(script.command.front(),
+                                        script.command_where + ": [[checks.script]] '" + script.name + "' command");
+        !r)
+      return r;
   return {};
 }
 

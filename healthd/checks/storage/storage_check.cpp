@@ -154,10 +154,9 @@ std::vector<CheckResult> StorageCheck::run() {
 }
 
 CheckKind storage_check_kind() {
-  return check_kind<StorageConfig>(storage_section(), []([[maybe_unused]] const StorageConfig& c, [[maybe_unused]] BuildContext& context) {
-    std::vector<std::shared_ptr<Check>> checks;
-    if (!c.mounts.empty()) checks.push_back(std::make_shared<StorageCheck>(c, context.host_root, context.node_name));
-    return checks;
+  return single_check_kind<StorageConfig>(storage_section(), [](const StorageConfig& c, BuildContext& context) -> std::shared_ptr<Check> {
+    if (c.mounts.empty()) return nullptr;  // enabled by its mounts
+    return std::make_shared<StorageCheck>(c, context.host_root, context.node_name);
   });
 }
 

@@ -33,7 +33,7 @@ const KeyTable<StorageMountConfig>& mount_keys() {
           .field("min_free_inodes_percent", &StorageMountConfig::min_free_inodes_percent, read_non_negative)
           .field("probe", &StorageMountConfig::probe, read_bool)
           .field("probe_dir", &StorageMountConfig::probe_dir, read_probe_dir)
-          .field("action", &StorageMountConfig::action, [](const toml::node& n) { return read_action(n); });
+          .field("action", &StorageMountConfig::action, read_node_action);
   return keys;
 }
 
@@ -50,19 +50,13 @@ Parsed<void> read_mounts(const toml::node& n, StorageConfig& c, const std::strin
   return {};
 }
 
-const KeyTable<StorageConfig>& keys() {
-  static const auto keys = KeyTable<StorageConfig>()
-                               .field("interval_s", &StorageConfig::interval, seconds_in(1, 24 * 3600))
-                               .field("probe_timeout_s", &StorageConfig::probe_timeout, seconds_in(1, 600))
-                               .nested("mount", read_mounts);
-  return keys;
-}
-
 }  // namespace
 
 CheckSection storage_section() {
-  return {std::string(StorageConfig::kSection),
-          [](const toml::node* node, const std::string& source) { return read_check_section(node, source, keys()); }};
+  return check_section(KeyTable<StorageConfig>()
+                           .field("interval_s", &StorageConfig::interval, seconds_in(1, 24 * 3600))
+                           .field("probe_timeout_s", &StorageConfig::probe_timeout, seconds_in(1, 600))
+                           .nested("mount", read_mounts));
 }
 
 }  // namespace ar::healthd
