@@ -192,3 +192,40 @@ PY
   (( $(echo "${lines[0]}" | cut -d' ' -f2) >= 5 ))
   [ "${lines[1]}" = "without 0" ]
 }
+
+@test "a reload's check_interval_s sets the pace of the periodic sweeps from the next one on" {
+  local dir="${AR_CLUSTER_DIR}/interval-$$"
+  mkdir -p "$dir"
+  # No kernel-log events: only the periodic sweeps move the sweep number.
+  printf '[daemon]\nnode_name = "nx"\n[policy]\ncheck_interval_s = 1\n[checks.kernel_log]\nenabled = false\n' > "$dir/healthd.toml"
+  run python3 - "$AR_HEALTHD" "$AR_HEALTHCTL" "$dir" <<'PY'
+import json, signal, subprocess, sys, time
+healthd, healthctl, d = sys.argv[1:4]
+p = subprocess.Popen([healthd, "--config", d + "/healthd.toml", "--socket", d + "/h.sock", "--state-dir", d + "/state"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def seq():
+    out = subprocess.run([healthctl, "--socket", d + "/h.sock", "status", "--json"], capture_output=True, text=True)
+    try:
+        reply = json.loads(out.stdout)
+        return reply.get("data", reply)["health"].get("sweep_seq", 0)
+    except (ValueError, KeyError, TypeError):
+        return -1
+deadline = time.time() + 30
+while seq() < 3 and time.time() < deadline:
+    time.sleep(0.2)
+print("every second", seq() >= 3)
+with open(d + "/healthd.toml", "w") as f:
+    f.write('[daemon]\nnode_name = "nx"\n[policy]\ncheck_interval_s = 3600\n[checks.kernel_log]\nenabled = false\n')
+p.send_signal(signal.SIGHUP)
+time.sleep(2.5)  # the sweep armed before the reload may still come, once
+a = seq()
+time.sleep(4)
+print("sweeps in 4 s after the reload", seq() - a)
+p.send_signal(signal.SIGTERM)
+p.wait(timeout=10)
+PY
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "every second True" ]
+  [ "${lines[1]}" = "sweeps in 4 s after the reload 0" ]
+}

@@ -92,3 +92,24 @@ TEST(Engine, FailuresOfOneJobAttemptWhileASweepRunsMakeOneMoreSweepNotThousands)
   // the periodic sweep, one for job 7's 2,000 failures, one for job 8
   EXPECT_EQ(check->run_count(), 3);
 }
+
+// A timeline note handed to the engine just before it is stopped (a step failed as the daemon got
+// SIGTERM) is recorded, not dropped with the stop.
+TEST(Engine, ANoteHandedOverJustBeforeTheStopIsStillRecorded) {
+  ar::test::TempDir dir;
+  UnusedSlurm slurm;
+  Journal journal(dir / "journal.json");
+  Timeline timeline(dir / "timeline.json");
+  Responder responder("n1", PolicyConfig{}, slurm, journal, timeline);
+  auto check = std::make_shared<GatedCheck>();
+  Engine engine({check}, responder, 10s);
+  engine.start();
+  engine.request_sweep("periodic", {});
+  check->wait_for_runs(1);  // the engine is busy: the note and the stop both wait for it
+  engine.note(7, {std::chrono::system_clock::now(), "n1", "step failed", "task 0: exit 1"});
+  std::thread stopper([&] { engine.stop(); });
+  std::this_thread::sleep_for(100ms);  // the stop is asked for before the sweep ends
+  check->let_go();
+  stopper.join();
+  EXPECT_TRUE(timeline.has_event(7, "step failed"));
+}
