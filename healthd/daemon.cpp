@@ -295,6 +295,25 @@ class Daemon {
 
 }  // namespace
 
+namespace {
+
+// Where a key's effective value came from: the command line, the instance profile, a file
+// ("file:line"), or the default. `loaded`/`overridden`/`profiled`: the config described after each
+// step of the start (the files; the command line; the profile).
+std::string origin_of(const std::string& key, std::size_t i, const std::vector<ConfigValue>& loaded,
+                      const std::vector<ConfigValue>& overridden, const std::vector<ConfigValue>& profiled,
+                      const Config& config, const Overrides& overrides, const std::string& profile_name) {
+  if (profiled[i].value != overridden[i].value) return "profile " + profile_name;
+  const bool by_flag = (key == "daemon.node_name" && !overrides.node_name.empty()) ||
+                       (key == "daemon.socket" && !overrides.socket.empty()) ||
+                       (key == "daemon.state_dir" && !overrides.state_dir.empty());
+  if (by_flag && overridden[i].value != loaded[i].value) return "command line";
+  if (auto at = config.origins.find(key); at != config.origins.end()) return at->second;
+  return "default";
+}
+
+}  // namespace
+
 int check_config(const std::filesystem::path& config_file, const Overrides& overrides, std::ostream& out,
                  std::ostream& err) {
   auto loaded = load_config(config_file);
@@ -303,12 +322,15 @@ int check_config(const std::filesystem::path& config_file, const Overrides& over
     return 2;
   }
   Config config = std::move(*loaded);
+  const auto as_loaded = describe_config(config);
   apply_overrides(config, overrides);
+  const auto as_overridden = describe_config(config);
   auto applied = apply_instance_profile(config, false);
   if (!applied) {
     err << "healthd: " << applied.error().message << "\n";
     return 2;
   }
+  const auto effective = describe_config(config);
   const std::string profile = *applied                         ? (*applied)->name + " (" + (*applied)->source + ")"
                               : config.instance_type == "auto" ? "auto (detected at start from instance metadata)"
                                                                : "none";
@@ -320,7 +342,13 @@ int check_config(const std::filesystem::path& config_file, const Overrides& over
   BuildContext context{config.node_name, config.host_root, scratch};
   auto checks = build_checks(config, context);
   std::filesystem::remove_all(scratch, ec);
-  out << "config " << config_file.string() << ": ok\n"
+  out << "config " << config_file.string() << ": ok";
+  if (config.files.size() > 1) {
+    out << " (with";
+    for (std::size_t i = 1; i < config.files.size(); ++i) out << " " << config.files[i].string();
+    out << ")";
+  }
+  out << "\n"
       << "node " << config.node_name << ", socket " << config.socket.string() << ", state " << config.state_dir.string()
       << ", host root " << config.host_root.string() << "\n"
       << "profile " << profile << "\n"
@@ -334,6 +362,11 @@ int check_config(const std::filesystem::path& config_file, const Overrides& over
   }
   for (const auto& hook : config.policy.hooks)
     out << "hook " << hook.name << " after " << action_names(hook.on) << ": " << hook.command.front() << "\n";
+  out << "effective config (key = value  # where it came from):\n";
+  const std::string profile_name = *applied ? (*applied)->name : "";
+  for (std::size_t i = 0; i < effective.size(); ++i)
+    out << effective[i].key << " = " << effective[i].value << "  # "
+        << origin_of(effective[i].key, i, as_loaded, as_overridden, effective, config, overrides, profile_name) << "\n";
   return 0;
 }
 

@@ -15,6 +15,12 @@ packages=(
   libre2-dev
   # tests
   googletest libgtest-dev libgmock-dev bats procps python3
+  # man pages from one Markdown source each (docs/man/), and `man` to read them
+  pandoc man-db
+  # the package tier: build and check the .deb and .rpm (lintian, rpm -qp), install the .deb
+  lintian rpm file
+  # the user guide's PyTorch example, run on CPU on the test cluster (a tiny model)
+  python3-torch
   # the fuzz tier (libFuzzer): clang 16 compiles std::expected with libstdc++ 12 (clang 14 cannot),
   # its fuzzer/sanitizer runtimes, and llvm-symbolizer for readable crash stacks
   clang-16 libclang-rt-16-dev llvm-16

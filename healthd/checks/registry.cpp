@@ -56,4 +56,6 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
   return parse_config(text, source_name, check_sections());
 }
 
+std::vector<ConfigValue> describe_config(const Config& config) { return describe_config(config, check_sections()); }
+
 }  // namespace ar::healthd

@@ -26,5 +26,7 @@ std::vector<std::shared_ptr<Check>> build_checks(const Config& config, BuildCont
 // load_config and parse_config (config/config.hpp) with the registry's sections.
 std::expected<Config, std::string> load_config(const std::filesystem::path& file);
 std::expected<Config, std::string> parse_config(std::string_view text, const std::string& source_name);
+// describe_config (config/config.hpp) with the registry's sections.
+std::vector<ConfigValue> describe_config(const Config& config);
 
 }  // namespace ar::healthd

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -42,6 +44,9 @@ struct CheckSection {
   std::string name;
   std::function<std::expected<std::unique_ptr<CheckSettings>, std::string>(const toml::node* node, const std::string& source)>
       read;
+  // Every key of the section with its value as TOML text (config_text), in the reader's order; a
+  // key "" is the section itself ([[checks.script]], an array of tables).
+  std::function<std::vector<std::pair<std::string, std::string>>(const CheckSettings&)> describe;
 };
 
 }  // namespace ar::healthd

@@ -35,6 +35,9 @@ std::string default_node_name() {
   return name.substr(0, name.find('.'));
 }
 
+// How config_text shows [policy] requeue_priority (found by argument-dependent lookup).
+static std::string config_text(RequeuePriority p) { return toml_quote(p == RequeuePriority::top ? "top" : "keep"); }
+
 namespace {
 
 // [daemon] child_env: names of healthd's environment variables its children also get.
@@ -139,7 +142,7 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("check_interval_s", &PolicyConfig::check_interval, seconds_in(1, 24 * 3600))
                                .field("check_deadline_s", &PolicyConfig::check_deadline, seconds_in(1, 3600))
                                .field("requeue_priority", &PolicyConfig::requeue_priority, read_requeue_priority)
-                               .nested("hook", read_hooks);
+                               .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }
 
@@ -181,6 +184,26 @@ std::string where_key(const toml::table& root, const std::string& path, const st
   return node ? where(source, node.node()->source()) : source;
 }
 
+// Records where each key in `table` (at `path`) was read: a value by its own position, an array of
+// tables by each item's.
+void record_origins(const toml::table& table, const std::string& path, const std::string& source,
+                    std::map<std::string, std::string>& origins) {
+  for (const auto& [key, value] : table) {
+    const std::string at = path.empty() ? std::string(key.str()) : path + "." + std::string(key.str());
+    if (const auto* sub = value.as_table()) {
+      // A table may be one key's value ([checks.efa.counter_thresholds]): it is where it starts.
+      origins.emplace(at, where(source, sub->source()));
+      record_origins(*sub, at, source, origins);
+    } else if (const auto* arr = value.as_array(); arr != nullptr && arr->is_array_of_tables() && !arr->empty()) {
+      std::string items;
+      for (const auto& item : *arr) items += (items.empty() ? "" : ", ") + where(source, item.source());
+      origins[at] = items;
+    } else {
+      origins[at] = where(source, value.source());
+    }
+  }
+}
+
 // [checks]: each sub-table goes to the check that registered its name; every registered check gets
 // its settings, the defaults where the file has no section.
 Parsed<void> read_checks(const toml::node* checks, std::span<const CheckSection> sections, const std::string& source,
@@ -212,6 +235,7 @@ Parsed<void> read_checks(const toml::node* checks, std::span<const CheckSection>
 
 Parsed<Config> read_config(const toml::table& root, const std::string& source, std::span<const CheckSection> sections) {
   Config config;
+  record_origins(root, "", source, config.origins);
   for (const auto& [key, value] : root) {
     std::string name(key.str());
     Parsed<void> r;
@@ -247,6 +271,71 @@ Parsed<void> resolve_programs(Config& config, const toml::table& root, const std
   return {};
 }
 
+// Merges the drop-in `from` into `into`: a table is merged key by key, an array of tables is
+// appended to, any other value replaces the earlier one. Nodes are moved, so they keep their
+// file and position for errors. A key that is a table in one file and a value in the other is an
+// error at the drop-in's key.
+Parsed<void> merge_drop_in(toml::table& into, toml::table&& from, const std::string& source) {
+  for (auto&& [key, value] : from) {
+    toml::node* existing = into.get(key.str());
+    if (existing == nullptr) {
+      into.insert(key, std::move(value));
+      continue;
+    }
+    auto* into_table = existing->as_table();
+    auto* from_table = value.as_table();
+    auto* into_array = existing->as_array();
+    auto* from_array = value.as_array();
+    if ((into_table != nullptr) != (from_table != nullptr))
+      return std::unexpected(where(source, key.source()) + ": '" + std::string(key.str()) +
+                             "' is a table in one file and a value in another");
+    if (into_table != nullptr) {
+      if (auto r = merge_drop_in(*into_table, std::move(*from_table), source); !r) return r;
+    } else if (into_array != nullptr && from_array != nullptr && into_array->is_array_of_tables() &&
+               from_array->is_array_of_tables()) {
+      for (auto&& item : *from_array) into_array->push_back(std::move(*item.as_table()));
+    } else {
+      into.insert_or_assign(key, std::move(value));
+    }
+  }
+  return {};
+}
+
+// The file, then its drop-ins merged over it.
+Parsed<toml::table> read_config_files(const std::filesystem::path& file, std::vector<std::filesystem::path>& files) {
+  auto read_one = [](const std::filesystem::path& path) -> Parsed<toml::table> {
+    std::ifstream in(path);
+    if (!in) return std::unexpected(path.string() + ": cannot open: " + std::strerror(errno));
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_toml(text.str(), path.string());
+  };
+  auto root = read_one(file);
+  if (!root) return root;
+  files.push_back(file);
+  const auto dir = drop_in_dir(file);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return root;
+  std::vector<std::filesystem::path> drop_ins;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    // An editor's backup (healthd.toml~, .#x.toml) or a package manager's leftover (x.toml.dpkg-old)
+    // is not a drop-in.
+    if (name.starts_with(".") || !name.ends_with(".toml") || !it->is_regular_file(ec)) continue;
+    drop_ins.push_back(it->path());
+  }
+  if (ec) return std::unexpected(dir.string() + ": cannot list: " + ec.message());
+  std::sort(drop_ins.begin(), drop_ins.end());
+  for (const auto& path : drop_ins) {
+    auto more = read_one(path);
+    if (!more) return more;
+    if (auto r = merge_drop_in(*root, std::move(*more), path.string()); !r) return std::unexpected(r.error());
+    files.push_back(path);
+  }
+  return root;
+}
+
 // A named profile must exist (in profile_dir or built in); "auto" is detected at start.
 Parsed<void> check_profile(const Config& config, const toml::table& root, const std::string& source) {
   if (config.instance_type.empty() || config.instance_type == "auto") return {};
@@ -259,6 +348,21 @@ Parsed<void> check_profile(const Config& config, const toml::table& root, const 
 
 }  // namespace
 
+std::vector<ConfigValue> describe_config(const Config& config, std::span<const CheckSection> sections) {
+  std::vector<ConfigValue> out;
+  auto add = [&](const std::string& section, const std::vector<std::pair<std::string, std::string>>& keys) {
+    for (const auto& [key, value] : keys) out.push_back({key.empty() ? section : section + "." + key, value});
+  };
+  add("daemon", daemon_keys().show(config));
+  add("policy", policy_keys().show(config.policy));
+  add("slurm", slurm_keys().show(config.slurm));
+  add("server", server_keys().show(config.server));
+  for (const auto& section : sections)
+    if (const auto* settings = config.checks.find(section.name); settings != nullptr && section.describe)
+      add("checks." + section.name, section.describe(*settings));
+  return out;
+}
+
 std::expected<Config, std::string> parse_config(std::string_view text, const std::string& source_name,
                                                 std::span<const CheckSection> sections) {
   auto root = parse_toml(text, source_name);
@@ -266,16 +370,20 @@ std::expected<Config, std::string> parse_config(std::string_view text, const std
   return read_config(*root, source_name, sections);
 }
 
+std::filesystem::path drop_in_dir(const std::filesystem::path& file) {
+  auto dir = file;
+  dir += ".d";
+  return dir;
+}
+
 std::expected<Config, std::string> load_config(const std::filesystem::path& file, std::span<const CheckSection> sections) {
-  std::ifstream in(file);
-  if (!in) return std::unexpected(file.string() + ": cannot open: " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
   const auto source = file.string();
-  auto root = parse_toml(text.str(), source);
+  std::vector<std::filesystem::path> files;
+  auto root = read_config_files(file, files);
   if (!root) return std::unexpected(root.error());
   auto config = read_config(*root, source, sections);
   if (!config) return config;
+  config->files = std::move(files);
   if (auto r = resolve_programs(*config, *root, source); !r) return std::unexpected(r.error());
   if (auto r = check_profile(*config, *root, source); !r) return std::unexpected(r.error());
   return config;

@@ -116,6 +116,12 @@ struct Config {
   ServerLimits server;        // [server]
   CheckSettingsMap checks;    // [checks.NAME], by NAME: each check's own settings
 
+  // The files read, in order: the config file, then its drop-ins (FILE.d/*.toml, by name).
+  std::vector<std::filesystem::path> files;
+  // Where each key the files set was read ("policy.max_resumes" -> "/etc/healthd/healthd.toml:41");
+  // an array of tables lists each item's position. A key missing here was left at its default.
+  std::map<std::string, std::string> origins;
+
   // The settings of the check whose section is S::kSection. A section the parser was not told
   // about (a Config built by hand) reads as S's defaults, and is added by the non-const form.
   template <class S>
@@ -143,6 +149,20 @@ std::expected<Config, std::string> load_config(const std::filesystem::path& file
 // messages.
 std::expected<Config, std::string> parse_config(std::string_view text, const std::string& source_name,
                                                 std::span<const CheckSection> sections);
+
+// The drop-in directory of a config file: FILE.d (/etc/healthd/healthd.toml.d). Its *.toml files are
+// merged over the file in name order: a later file's key wins, and its arrays of tables
+// ([[policy.hook]], [[checks.kernel_log.rule]], ...) are added to the earlier ones.
+std::filesystem::path drop_in_dir(const std::filesystem::path& file);
+
+// One key of the effective config: "checks.efa.expected_devices" and its value as TOML text
+// (fields.hpp config_text; "(unset)" for an optional left unset).
+struct ConfigValue {
+  std::string key;
+  std::string value;
+};
+// Every key of `config`, the core's sections first, then each check's in the registry's order.
+std::vector<ConfigValue> describe_config(const Config& config, std::span<const CheckSection> sections);
 
 // A node name healthd can use in paths and Slurm commands: not empty, no '/', no space, NUL or
 // control character, not "." or "..".

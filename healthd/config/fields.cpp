@@ -1,6 +1,8 @@
 #include "fields.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "actions/process.hpp"
@@ -8,7 +10,32 @@
 namespace ar::healthd {
 
 std::string where(const std::string& source, const toml::source_region& r) {
-  return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);
+  return (r.path ? *r.path : source) + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);
+}
+
+std::string toml_quote(const std::string& text) {
+  // A TOML basic string: backslash, quote and control characters escaped, the rest as it is.
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string toml_key(const std::string& name) {
+  const bool bare = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '_' || c == '-';
+  });
+  return bare ? name : toml_quote(name);
 }
 
 std::string number_text(double v) {

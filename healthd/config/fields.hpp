@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -29,7 +30,7 @@ namespace ar::healthd {
 template <class T>
 using Parsed = std::expected<T, std::string>;
 
-// "f.toml:3:7"
+// "f.toml:3:7": the file the node was read from (a drop-in's own name), else `source`.
 std::string where(const std::string& source, const toml::source_region& r);
 // A number as an admin writes it (1000000, 0.5), for error messages.
 std::string number_text(double v);
@@ -91,6 +92,44 @@ inline auto millis_in(std::int64_t min, std::int64_t max) {
   return duration_in<std::chrono::milliseconds>(min, max, "milliseconds");
 }
 
+// A setting's value as TOML writes it (`"drain"`, `30`, `["a", "b"]`), for `healthd --check-config`
+// and to tell at reload which sections changed. A duration is its count in the key's unit; an unset
+// optional is kUnset, which is not TOML (the printer comments such a key out).
+inline constexpr const char* kUnset = "(unset)";
+std::string toml_quote(const std::string& text);
+inline std::string config_text(bool v) { return v ? "true" : "false"; }
+inline std::string config_text(const std::string& v) { return toml_quote(v); }
+inline std::string config_text(const std::filesystem::path& v) { return toml_quote(v.string()); }
+inline std::string config_text(double v) { return number_text(v); }
+inline std::string config_text(Action a) { return toml_quote(to_string(a)); }
+template <std::integral T>
+  requires(!std::same_as<T, bool>)
+std::string config_text(T v) {
+  return std::to_string(v);
+}
+template <class R, class P>
+std::string config_text(std::chrono::duration<R, P> d) {
+  return std::to_string(d.count());
+}
+template <class T>
+std::string config_text(const std::optional<T>& v) {
+  return v ? config_text(*v) : std::string(kUnset);
+}
+// A key as TOML writes it: bare when it can be, else quoted.
+std::string toml_key(const std::string& name);
+template <class T>
+std::string config_text(const std::map<std::string, T>& table) {
+  std::string out;
+  for (const auto& [key, value] : table) out += (out.empty() ? "" : ", ") + toml_key(key) + " = " + config_text(value);
+  return "{" + out + "}";
+}
+template <class T>
+std::string config_text(const std::vector<T>& items) {
+  std::string out = "[";
+  for (const auto& item : items) out += (out.size() > 1 ? ", " : "") + config_text(item);
+  return out + "]";
+}
+
 // The keys of one section, read into a settings struct S. A field's error is a short "what"
 // (positioned and named by the table); a nested reader's (an array of tables with positions of its
 // own) is passed on whole.
@@ -99,17 +138,34 @@ class KeyTable {
  public:
   using Field = std::function<Parsed<void>(const toml::node&, S&)>;
   using Nested = std::function<Parsed<void>(const toml::node&, S&, const std::string& source)>;
+  // A key's value in `s` as TOML text (see config_text).
+  using Show = std::function<std::string(const S&)>;
 
   // `read` returns Parsed<T> for a member of type T.
   template <class T, class R>
   KeyTable& field(std::string key, T S::*member, R reader) {
-    fields_[std::move(key)] = [member, reader](const toml::node& n, S& s) -> Parsed<void> {
-      auto v = reader(n);
-      if (!v) return std::unexpected(v.error());
-      s.*member = std::move(*v);
-      return {};
-    };
-    return *this;
+    return custom(
+        std::move(key),
+        [member, reader](const toml::node& n, S& s) -> Parsed<void> {
+          auto v = reader(n);
+          if (!v) return std::unexpected(v.error());
+          s.*member = std::move(*v);
+          return {};
+        },
+        [member](const S& s) { return config_text(s.*member); });
+  }
+  // A member of a member (the GPU thresholds inside GpuConfig).
+  template <class O, class T, class R>
+  KeyTable& field_in(std::string key, O S::*outer, T O::*member, R reader) {
+    return custom(
+        std::move(key),
+        [outer, member, reader](const toml::node& n, S& s) -> Parsed<void> {
+          auto v = reader(n);
+          if (!v) return std::unexpected(v.error());
+          (s.*outer).*member = std::move(*v);
+          return {};
+        },
+        [outer, member](const S& s) { return config_text((s.*outer).*member); });
   }
   // A field whose "file:line:column" is kept in `at`, for an error found after reading (at load: a
   // program not found in the children's PATH).
@@ -118,9 +174,10 @@ class KeyTable {
     at_[key] = at;
     return field(std::move(key), member, std::move(reader));
   }
-  // A key read by hand (a check across members, a member of a member).
-  KeyTable& custom(std::string key, Field f) {
-    fields_[std::move(key)] = std::move(f);
+  // A key read by hand (a check across members), with how its value is shown.
+  KeyTable& custom(std::string key, Field f, Show show) {
+    order_.push_back(key);
+    fields_[std::move(key)] = {std::move(f), std::move(show)};
     return *this;
   }
   // A value's error is positioned at its key rather than at the value ([[checks.kernel_log.rule]]
@@ -130,16 +187,25 @@ class KeyTable {
     return *this;
   }
   // A key whose value has positions of its own ([[checks.kernel_log.rule]]).
-  KeyTable& nested(std::string key, Nested f) {
-    nested_[std::move(key)] = std::move(f);
+  KeyTable& nested(std::string key, Nested f, Show show) {
+    order_.push_back(key);
+    nested_[std::move(key)] = {std::move(f), std::move(show)};
     return *this;
   }
 
   std::vector<std::string> keys() const {
-    std::vector<std::string> out;
-    for (const auto& [k, _] : fields_) out.push_back(k);
-    for (const auto& [k, _] : nested_) out.push_back(k);
+    std::vector<std::string> out = order_;
     std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Every key of `s` with its value as TOML text, in the order the table lists them.
+  std::vector<std::pair<std::string, std::string>> show(const S& s) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& key : order_) {
+      if (auto f = fields_.find(key); f != fields_.end()) out.emplace_back(key, f->second.show(s));
+      else out.emplace_back(key, nested_.at(key).show(s));
+    }
     return out;
   }
 
@@ -150,12 +216,12 @@ class KeyTable {
     for (const auto& [key, value] : *table) {
       std::string name(key.str());
       if (auto f = fields_.find(name); f != fields_.end()) {
-        if (auto r = f->second(value, into); !r)
+        if (auto r = f->second.read(value, into); !r)
           return std::unexpected(where(source, errors_at_key_ ? key.source() : value.source()) + ": key '" + name + "' in [" +
                                  section + "] " + r.error());
         if (auto at = at_.find(name); at != at_.end()) into.*(at->second) = where(source, value.source());
       } else if (auto n = nested_.find(name); n != nested_.end()) {
-        if (auto r = n->second(value, into, source); !r) return r;
+        if (auto r = n->second.read(value, into, source); !r) return r;
       } else {
         auto known = keys();
         std::string list;
@@ -168,11 +234,33 @@ class KeyTable {
   }
 
  private:
-  std::map<std::string, Field> fields_;
-  std::map<std::string, Nested> nested_;
+  struct FieldEntry {
+    Field read;
+    Show show;
+  };
+  struct NestedEntry {
+    Nested read;
+    Show show;
+  };
+  std::vector<std::string> order_;
+  std::map<std::string, FieldEntry> fields_;
+  std::map<std::string, NestedEntry> nested_;
   std::map<std::string, std::string S::*> at_;
   bool errors_at_key_ = false;
 };
+
+// Items of an array of tables as TOML text: `[{code = "X", action = "drain"}, ...]` (unset keys left out).
+template <class T>
+std::string table_array_text(const std::vector<T>& items, const KeyTable<T>& keys) {
+  std::string out = "[";
+  for (const auto& item : items) {
+    std::string one;
+    for (const auto& [key, value] : keys.show(item))
+      if (value != kUnset) one += (one.empty() ? "" : ", ") + key + " = " + value;
+    out += (out.size() > 1 ? ", {" : "{") + one + "}";
+  }
+  return out + "]";
+}
 
 // An array of tables ([[what]]), each item read with `table` and then checked whole by `finish`,
 // whose error is positioned at the item. `named`: how the value is called when it is not an array of
@@ -222,9 +310,11 @@ template <class S>
 CheckSection check_section(KeyTable<S> keys,
                            std::type_identity_t<std::function<Parsed<void>(S&, const std::string&)>> finish = {}) {
   auto table = std::make_shared<const KeyTable<S>>(std::move(keys));
-  return {std::string(S::kSection), [table, finish](const toml::node* node, const std::string& source) {
+  return {std::string(S::kSection),
+          [table, finish](const toml::node* node, const std::string& source) {
             return read_check_section<S>(node, source, *table, finish);
-          }};
+          },
+          [table](const CheckSettings& settings) { return table->show(static_cast<const S&>(settings)); }};
 }
 
 }  // namespace ar::healthd

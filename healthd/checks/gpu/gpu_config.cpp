@@ -12,6 +12,7 @@ Parsed<Action> read_xid_action(const toml::node& n) {
   if (!a) return std::unexpected(std::string("must be one of ignore, warn, restart_app, reset_gpu, drain, reboot"));
   return a;
 }
+std::string xid_action_text(Action a) { return a == Action::none ? toml_quote("ignore") : config_text(a); }
 
 // One [[checks.gpu.xid]] table as read, before it becomes a rule of the table.
 struct XidEntry {
@@ -24,32 +25,18 @@ const KeyTable<XidEntry>& xid_keys() {
   static const auto keys =
       KeyTable<XidEntry>()
           .field("xid", &XidEntry::xid, opt_uint_in(1, 100000))
-          .field("action", &XidEntry::action,
-                 [](const toml::node& n) -> Parsed<std::optional<Action>> {
-                   auto a = read_xid_action(n);
-                   if (!a) return std::unexpected(a.error());
-                   return std::optional<Action>(*a);
-                 })
-          .custom("count",
-                  [](const toml::node& n, XidEntry& e) -> Parsed<void> {
-                    auto v = uint_in(1, 100000)(n);
-                    if (!v) return std::unexpected(v.error());
-                    e.rule.count = *v;
-                    return {};
-                  })
-          .custom("window_s",
-                  [](const toml::node& n, XidEntry& e) -> Parsed<void> {
-                    auto v = seconds_in(0, 30L * 24 * 3600)(n);
-                    if (!v) return std::unexpected(v.error());
-                    e.rule.window = *v;
-                    return {};
-                  })
-          .custom("description", [](const toml::node& n, XidEntry& e) -> Parsed<void> {
-            auto v = read_string(n);
-            if (!v) return std::unexpected(v.error());
-            e.rule.description = *v;
-            return {};
-          });
+          .custom(
+              "action",
+              [](const toml::node& n, XidEntry& e) -> Parsed<void> {
+                auto a = read_xid_action(n);
+                if (!a) return std::unexpected(a.error());
+                e.action = *a;
+                return {};
+              },
+              [](const XidEntry& e) { return e.action ? xid_action_text(*e.action) : std::string(kUnset); })
+          .field_in("count", &XidEntry::rule, &XidRule::count, uint_in(1, 100000))
+          .field_in("window_s", &XidEntry::rule, &XidRule::window, seconds_in(0, 30L * 24 * 3600))
+          .field_in("description", &XidEntry::rule, &XidRule::description, read_string);
   return keys;
 }
 
@@ -71,15 +58,11 @@ Parsed<void> read_xid_rules(const toml::node& n, GpuConfig& c, const std::string
   return {};
 }
 
-// A member of the GPU thresholds.
-template <class T, class R>
-KeyTable<GpuConfig>::Field threshold(T GpuThresholds::*member, R read) {
-  return [member, read](const toml::node& n, GpuConfig& c) -> Parsed<void> {
-    auto v = read(n);
-    if (!v) return std::unexpected(v.error());
-    c.thresholds.*member = *v;
-    return {};
-  };
+// The admin's [[checks.gpu.xid]] entries as TOML text, as they were read.
+std::string xid_rules_text(const GpuConfig& c) {
+  std::vector<XidEntry> entries;
+  for (const auto& [xid, rule] : c.xid_rules) entries.push_back({xid, rule.action, rule});
+  return table_array_text(entries, xid_keys());
 }
 
 }  // namespace
@@ -90,26 +73,34 @@ CheckSection gpu_section() {
                            .field("library", &GpuConfig::library, read_text)
                            .field("deadline_ms", &GpuConfig::deadline, millis_in(100, 600000))
                            .field("events", &GpuConfig::events, read_bool)
-                           .custom("expected_count", threshold(&GpuThresholds::expected_count, uint_in(0, 64)))
-                           .custom("required", threshold(&GpuThresholds::required, read_bool))
-                           .custom("ecc_uncorrected_max", threshold(&GpuThresholds::ecc_uncorrected_max, u64_in(0, 1000000)))
-                           .custom("retired_pages_max", threshold(&GpuThresholds::retired_pages_max, uint_in(0, 100000)))
-                           .custom("memory_action", threshold(&GpuThresholds::memory_action, read_node_action))
-                           .custom("clock_slowdown_action", threshold(&GpuThresholds::clock_slowdown_action, read_node_action))
-                           .custom("pcie_width_action", threshold(&GpuThresholds::pcie_width_action, read_node_action))
-                           .custom("pcie_gen_action", threshold(&GpuThresholds::pcie_gen_action, read_node_action))
-                           .custom("nvlink_expected_links", threshold(&GpuThresholds::nvlink_expected_links, uint_in(0, 18)))
-                           .custom("nvlink_down_action", threshold(&GpuThresholds::nvlink_down_action, read_node_action))
-                           .custom("nvlink_error_rise_max", threshold(&GpuThresholds::nvlink_error_rise_max, u64_in(0, 1000000000)))
-                           .custom("nvlink_error_action", threshold(&GpuThresholds::nvlink_error_action, read_node_action))
-                           .custom("temperature_max_c", threshold(&GpuThresholds::temperature_max_c, uint_in(30, 150)))
-                           .custom("temperature_action", threshold(&GpuThresholds::temperature_action, read_node_action))
-                           .custom("persistence_required", threshold(&GpuThresholds::persistence_required, read_bool))
-                           .custom("power_check", threshold(&GpuThresholds::power_check, read_bool))
+                           .field_in("expected_count", &GpuConfig::thresholds, &GpuThresholds::expected_count, uint_in(0, 64))
+                           .field_in("required", &GpuConfig::thresholds, &GpuThresholds::required, read_bool)
+                           .field_in("ecc_uncorrected_max", &GpuConfig::thresholds, &GpuThresholds::ecc_uncorrected_max, u64_in(0, 1000000))
+                           .field_in("retired_pages_max", &GpuConfig::thresholds, &GpuThresholds::retired_pages_max, uint_in(0, 100000))
+                           .field_in("memory_action", &GpuConfig::thresholds, &GpuThresholds::memory_action, read_node_action)
+                           .field_in("clock_slowdown_action", &GpuConfig::thresholds, &GpuThresholds::clock_slowdown_action, read_node_action)
+                           .field_in("pcie_width_action", &GpuConfig::thresholds, &GpuThresholds::pcie_width_action, read_node_action)
+                           .field_in("pcie_gen_action", &GpuConfig::thresholds, &GpuThresholds::pcie_gen_action, read_node_action)
+                           .field_in("nvlink_expected_links", &GpuConfig::thresholds, &GpuThresholds::nvlink_expected_links, uint_in(0, 18))
+                           .field_in("nvlink_down_action", &GpuConfig::thresholds, &GpuThresholds::nvlink_down_action, read_node_action)
+                           .field_in("nvlink_error_rise_max", &GpuConfig::thresholds, &GpuThresholds::nvlink_error_rise_max, u64_in(0, 1000000000))
+                           .field_in("nvlink_error_action", &GpuConfig::thresholds, &GpuThresholds::nvlink_error_action, read_node_action)
+                           .field_in("temperature_max_c", &GpuConfig::thresholds, &GpuThresholds::temperature_max_c, uint_in(30, 150))
+                           .field_in("temperature_action", &GpuConfig::thresholds, &GpuThresholds::temperature_action, read_node_action)
+                           .field_in("persistence_required", &GpuConfig::thresholds, &GpuThresholds::persistence_required, read_bool)
+                           .field_in("power_check", &GpuConfig::thresholds, &GpuThresholds::power_check, read_bool)
                            .field("xid_hold_s", &GpuConfig::xid_hold, seconds_in(1, 30L * 24 * 3600))
-                           .field("xid_unknown_action", &GpuConfig::xid_unknown, read_xid_action)
+                           .custom(
+                               "xid_unknown_action",
+                               [](const toml::node& n, GpuConfig& c) -> Parsed<void> {
+                                 auto a = read_xid_action(n);
+                                 if (!a) return std::unexpected(a.error());
+                                 c.xid_unknown = *a;
+                                 return {};
+                               },
+                               [](const GpuConfig& c) { return xid_action_text(c.xid_unknown); })
                            .field("boot_id", &GpuConfig::boot_id, read_abs_path)
-                           .nested("xid", read_xid_rules));
+                           .nested("xid", read_xid_rules, xid_rules_text));
 }
 
 }  // namespace ar::healthd

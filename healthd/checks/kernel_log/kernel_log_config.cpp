@@ -44,7 +44,7 @@ CheckSection kernel_log_section() {
                            .field("poll_interval_ms", &KernelLogConfig::poll_interval, millis_in(10, 60000))
                            .field("hold_s", &KernelLogConfig::hold, seconds_in(1, 30L * 24 * 3600))
                            .field("default_rules", &KernelLogConfig::default_rules, read_bool)
-                           .nested("rule", read_rules));
+                           .nested("rule", read_rules, [](const KernelLogConfig& c) { return table_array_text(c.rules, rule_keys()); }));
 }
 
 }  // namespace ar::healthd

@@ -44,6 +44,9 @@ CheckSection script_section() {
             if (!scripts) return std::unexpected(scripts.error());
             s->scripts = *scripts;
             return s;
+          },
+          [](const CheckSettings& settings) -> std::vector<std::pair<std::string, std::string>> {
+            return {{"", table_array_text(static_cast<const ScriptsConfig&>(settings).scripts, keys())}};
           }};
 }
 

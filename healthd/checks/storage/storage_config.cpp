@@ -56,7 +56,7 @@ CheckSection storage_section() {
   return check_section(KeyTable<StorageConfig>()
                            .field("interval_s", &StorageConfig::interval, seconds_in(1, 24 * 3600))
                            .field("probe_timeout_s", &StorageConfig::probe_timeout, seconds_in(1, 600))
-                           .nested("mount", read_mounts));
+                           .nested("mount", read_mounts, [](const StorageConfig& c) { return table_array_text(c.mounts, mount_keys()); }));
 }
 
 }  // namespace ar::healthd
