@@ -146,6 +146,23 @@ std::chrono::milliseconds poll_period(const std::vector<std::shared_ptr<Check>>&
   return every.count() > 0 ? std::max(every, std::chrono::milliseconds(1000)) : every;
 }
 
+// One key a reload changes: "checks.efa.counter_action: \"warn\" -> \"drain\"".
+struct ConfigChange {
+  std::string key;
+  std::string text;
+};
+std::vector<ConfigChange> changed_keys(const std::vector<ConfigValue>& before, const std::vector<ConfigValue>& after) {
+  std::map<std::string, std::string> old_values;
+  for (const auto& v : before) old_values[v.key] = v.value;
+  std::vector<ConfigChange> out;
+  for (const auto& v : after) {
+    auto old = old_values.find(v.key);
+    if (old == old_values.end() || old->second != v.value)
+      out.push_back({v.key, v.key + ": " + (old == old_values.end() ? std::string(kUnset) : old->second) + " -> " + v.value});
+  }
+  return out;
+}
+
 // The running daemon: its parts, in the order they are built (and the reverse of their teardown).
 class Daemon {
  public:
@@ -177,10 +194,7 @@ class Daemon {
     start_schedules();
     wait_for_signals();
     engine_.start();
-    // Checks that are event sources (kernel log, NVML events) ask for a sweep from their own threads;
-    // the sweep is asked for on the event loop, which owns the job registry.
-    for (const auto& check : checks_)
-      check->start([this](const std::string& why) { asio::post(io_, [this, why] { service_.judge_now(why); }); });
+    start_checks();
     sd_notify(0, "READY=1");
     run_event_loop();
     for (const auto& check : checks_) check->stop();
@@ -202,7 +216,16 @@ class Daemon {
     // The period is read at each re-arm: a reload's check_interval_s takes effect at the next sweep.
     periodic_.every([this] { return std::chrono::milliseconds(config_.policy.check_interval); },
                     [this] { service_.judge_now("periodic"); }, true);
-    periodic_.every(poll_period(checks_), [this] { service_.judge_now("poll", true); });
+    // Read at each re-arm too: rebuilt checks may have another cadence. With no check of a cadence of
+    // its own the task waits a minute and looks again.
+    periodic_.every(
+        [this] {
+          auto every = poll_period(checks_);
+          return every.count() > 0 ? every : std::chrono::milliseconds(std::chrono::minutes(1));
+        },
+        [this] {
+          if (poll_period(checks_).count() > 0) service_.judge_now("poll", true);
+        });
     // systemd's watchdog (WatchdogSec): pinged from the event loop itself at half its period, so a
     // loop that hangs stops the pings and systemd restarts the daemon.
     std::uint64_t watchdog_usec = 0;
@@ -229,8 +252,10 @@ class Daemon {
     wait_for_reload();
   }
 
-  // SIGHUP: the policy, the log level and the retention are reloaded; checks are rebuilt only on
-  // restart. A config that does not load leaves the running one as it is.
+  // SIGHUP (systemctl reload): the files are read again, drop-ins included, and everything that can
+  // change at run time is applied: the policy, the log level, the retention, and the checks (rebuilt
+  // when a [checks.*] section or the profile changed their settings). What only a restart applies is
+  // logged key by key. A config that does not load leaves the running one as it is.
   void wait_for_reload() {
     reload_signal_.async_wait([this](const asio::error_code& e, int) {
       if (e) return;
@@ -248,14 +273,60 @@ class Daemon {
       return;
     }
     apply_overrides(*fresh, overrides_);
-    if (fresh->socket != config_.socket || fresh->state_dir != config_.state_dir || fresh->node_name != config_.node_name)
-      spdlog::warn("reload: node_name, socket and state_dir take effect only on restart");
+    // "auto" was detected at start; a reload asks no metadata service (it would block the loop).
+    if (fresh->instance_type == "auto") fresh->instance_type = config_.instance_type;
+    if (auto r = apply_instance_profile(*fresh, false); !r) {
+      spdlog::error("reload: keeping the running config: {}", r.error().message);
+      return;
+    }
+    const auto changes = changed_keys(describe_config(config_), describe_config(*fresh));
+    bool checks_changed = false;
+    std::vector<std::string> applied, needs_restart;
+    for (const auto& change : changes) {
+      if (change.key.starts_with("checks.")) checks_changed = true;
+      (applies_at_run_time(change.key) ? applied : needs_restart).push_back(change.text);
+    }
+    for (const auto& text : needs_restart) spdlog::warn("reload: not applied until healthd restarts: {}", text);
     config_.log_level = fresh->log_level;
     config_.ended_job_retention = fresh->ended_job_retention;
     engine_.reconfigure(fresh->policy);  // read on the engine thread: handed over there
     config_.policy = fresh->policy;
     set_log_level(config_.log_level);
-    spdlog::info("reload: config {} reloaded", config_file_.string());
+    if (checks_changed) {
+      config_.checks = fresh->checks;
+      config_.instance_type = fresh->instance_type;
+      config_.profile_dir = fresh->profile_dir;
+      rebuild_checks();
+    }
+    for (const auto& text : applied) spdlog::info("reload: applied {}", text);
+    spdlog::info("reload: config {} reloaded ({} file(s)): {} change(s) applied{}, {} waiting for a restart",
+                 config_file_.string(), fresh->files.size(), applied.size(), checks_changed ? ", checks rebuilt" : "",
+                 needs_restart.size());
+    service_.judge_now("reload");
+  }
+
+  // A key whose new value a reload applies; the others (the socket, the state, the node's identity,
+  // the Slurm client, the server's limits, the children's environment) are fixed at start.
+  static bool applies_at_run_time(const std::string& key) {
+    return key.starts_with("policy.") || key.starts_with("checks.") || key == "daemon.log_level" ||
+           key == "daemon.ended_job_retention_s" || key == "daemon.instance_type" || key == "daemon.profile_dir";
+  }
+
+  // The old checks' event sources stop, the new ones are built with the same context (the node, the
+  // host root and the state directory do not change at run time), handed to the engine for its next
+  // sweep, and started.
+  void rebuild_checks() {
+    for (const auto& check : checks_) check->stop();
+    checks_ = build_daemon_checks();
+    engine_.replace_checks(checks_);
+    start_checks();
+  }
+
+  void start_checks() {
+    // Checks that are event sources (kernel log, NVML events) ask for a sweep from their own threads;
+    // the sweep is asked for on the event loop, which owns the job registry.
+    for (const auto& check : checks_)
+      check->start([this](const std::string& why) { asio::post(io_, [this, why] { service_.judge_now(why); }); });
   }
 
   // No input may end the event loop: a handler that throws is logged and the loop goes on (asio

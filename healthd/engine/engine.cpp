@@ -20,10 +20,15 @@ void Engine::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  // A hung check's thread cannot be joined; its future is abandoned with the process (a future from
-  // std::async would otherwise wait for the thread in its destructor).
+  abandon_hung();
+}
+
+// A hung check's thread cannot be joined; its future is abandoned (a future from std::async would
+// otherwise wait for the thread in its destructor, and the engine with it).
+void Engine::abandon_hung() {
   for (auto& [name, st] : state_)
     if (st.hung) (void)new std::shared_future<std::vector<CheckResult>>(*st.hung);
+  state_.clear();
 }
 
 std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger,
@@ -60,6 +65,14 @@ void Engine::note(std::uint32_t job_id, TimelineEvent event) {
   {
     std::lock_guard lock(mutex_);
     notes_.emplace_back(job_id, std::move(event));
+  }
+  wake_.notify_all();
+}
+
+void Engine::replace_checks(std::vector<std::shared_ptr<Check>> checks) {
+  {
+    std::lock_guard lock(mutex_);
+    new_checks_ = std::move(checks);
   }
   wake_.notify_all();
 }
@@ -170,6 +183,11 @@ void Engine::loop() {
       if (new_policy_) {
         responder_.set_policy(*new_policy_);
         new_policy_.reset();
+      }
+      if (new_checks_) {
+        abandon_hung();
+        checks_ = std::move(*new_checks_);
+        new_checks_.reset();
       }
     }
     auto now = std::chrono::system_clock::now();

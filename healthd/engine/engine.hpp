@@ -44,6 +44,10 @@ class Engine {
 
   // New policy (SIGHUP): applied on the engine thread between two pieces of work.
   void reconfigure(const PolicyConfig& policy);
+  // New checks (SIGHUP with a changed [checks.*] section), run from the next sweep on; applied on the
+  // engine thread between two sweeps. What the engine remembered of the old checks is dropped, so
+  // every new check runs at that sweep.
+  void replace_checks(std::vector<std::shared_ptr<Check>> checks);
 
   // The last result of every check and the responder's state, as of the last sweep.
   nlohmann::json status() const;
@@ -67,6 +71,7 @@ class Engine {
   };
 
   void loop();
+  void abandon_hung();
   std::vector<CheckResult> sweep(bool everything, bool poll);
   std::vector<CheckResult> run_bounded(const std::shared_ptr<Check>& check, CheckState& state);
 
@@ -80,6 +85,7 @@ class Engine {
   std::uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::optional<PolicyConfig> new_policy_;
+  std::optional<std::vector<std::shared_ptr<Check>>> new_checks_;
   std::chrono::milliseconds check_deadline_;
   nlohmann::json status_ = nlohmann::json::object();
 

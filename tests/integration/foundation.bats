@@ -229,3 +229,53 @@ PY
   [ "${lines[0]}" = "every second True" ]
   [ "${lines[1]}" = "sweeps in 4 s after the reload 0" ]
 }
+
+@test "a reload rebuilds the checks a drop-in changes, and names what waits for a restart" {
+  local dir="${AR_CLUSTER_DIR}/reload-checks-$$"
+  mkdir -p "$dir/healthd.toml.d"
+  : > "$dir/kern.log"
+  printf '[daemon]\nnode_name = "nx"\nhost_root = "%s"\n[checks.kernel_log]\npath = "/kern.log"\npoll_interval_ms = 50\n' "$dir" > "$dir/healthd.toml"
+  run python3 - "$AR_HEALTHD" "$AR_HEALTHCTL" "$dir" <<'PY'
+import json, signal, subprocess, sys, time
+healthd, healthctl, d = sys.argv[1:4]
+log = open(d + "/healthd.log", "w")
+p = subprocess.Popen([healthd, "--config", d + "/healthd.toml", "--socket", d + "/h.sock", "--state-dir", d + "/state"],
+                     stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+def status():
+    out = subprocess.run([healthctl, "--socket", d + "/h.sock", "status", "--json"], capture_output=True, text=True)
+    return out.stdout
+def wait_for(what, fn, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if fn():
+            return True
+        time.sleep(0.2)
+    print("timed out waiting for", what)
+    return False
+wait_for("the daemon", lambda: '"kernel_log"' in status())
+# A line no rule knows yet: no fault.
+with open(d + "/kern.log", "a") as f:
+    f.write("mlx5_core 0000:01:00.0: Link down\n")
+time.sleep(1)
+print("before the reload", "IB-LINK-DOWN" in status())
+with open(d + "/healthd.toml.d/50-ib.toml", "w") as f:
+    f.write('[[checks.kernel_log.rule]]\ncode = "IB-LINK-DOWN"\npattern = "mlx5_core .*: Link down"\naction = "warn"\n'
+            '[server]\nmax_connections = 2048\n')
+p.send_signal(signal.SIGHUP)
+wait_for("the reload", lambda: "reloaded" in open(d + "/healthd.log").read())
+with open(d + "/kern.log", "a") as f:
+    f.write("mlx5_core 0000:01:00.0: Link down\n")
+print("after the reload", wait_for("the new rule's fault", lambda: "IB-LINK-DOWN" in status()))
+text = open(d + "/healthd.log").read()
+print("restart named", "not applied until healthd restarts: server.max_connections: 1024 -> 2048" in text)
+print("rebuilt said", "checks rebuilt" in text)
+p.send_signal(signal.SIGTERM)
+p.wait(timeout=10)
+PY
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "before the reload False" ]
+  [ "${lines[1]}" = "after the reload True" ]
+  [ "${lines[2]}" = "restart named True" ]
+  [ "${lines[3]}" = "rebuilt said True" ]
+}
