@@ -522,13 +522,14 @@ std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, 
   }
   // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
   if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
-  if (auto r = slurm_.signal_job(e.job_id, e.reason); !r) return std::unexpected(r.error().message);
+  const std::string& signal = e.reason;
+  if (auto r = slurm_.signal_job(e.job_id, signal); !r) return std::unexpected(r.error().message);
   acted_ = Action::signal;
   // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
   journal_.mark_signalled(e.job_id, e.restart_count);
-  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, e.reason, e.code, node_);
+  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, signal, e.code, node_);
   timeline_.record(e.job_id, {now, node_, "checkpoint signal",
-                              "SIG" + e.reason + " to the batch script and every step: " + e.code + " on " + node_});
+                              "SIG" + signal + " to the batch script and every step: " + e.code + " on " + node_});
   return true;
 }
 

@@ -142,6 +142,7 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("check_interval_s", &PolicyConfig::check_interval, seconds_in(1, 24 * 3600))
                                .field("check_deadline_s", &PolicyConfig::check_deadline, seconds_in(1, 3600))
                                .field("requeue_priority", &PolicyConfig::requeue_priority, read_requeue_priority)
+                               .field("report_only", &PolicyConfig::report_only, read_bool)
                                .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }

@@ -51,6 +51,10 @@ struct PolicyConfig {
   std::chrono::seconds check_deadline{10};
   RequeuePriority requeue_priority = RequeuePriority::top;
   std::vector<HookConfig> hooks;         // [[policy.hook]]
+  // Decide and log (and record in job timelines) what would be done, but journal and do nothing: no
+  // drain, requeue, resume, signal or hook (NHC's MARK_OFFLINE=0). What was journalled before it
+  // was set is still finished, so no job is left half-requeued.
+  bool report_only = false;
 };
 
 struct SlurmConfig {

@@ -44,7 +44,21 @@ Responder::Responder(std::string node, PolicyConfig policy, SlurmClient& slurm, 
 }
 
 void Responder::journal(JournalEntry e) {
+  if (policy_.report_only) return report(e);
   if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+}
+
+void Responder::report(const JournalEntry& e) {
+  const std::string key =
+      to_string(e.kind) + "/" + e.code + "/" + std::to_string(e.job_id) + "/" + std::to_string(e.restart_count);
+  if (!reported_.insert(key).second) return;
+  const std::string what = e.kind == Action::drain && e.reboot ? "reboot" : to_string(e.kind);
+  const std::string target = e.job_id != 0 ? "job " + std::to_string(e.job_id) : "node " + e.node;
+  const std::string detail = e.kind == Action::signal ? "SIG" + (e.reason.empty() ? std::string("<the job's own>") : e.reason)
+                                                     : e.reason;
+  spdlog::warn("report only: would {} {} ({}{}{}); nothing done", what, target, e.code, detail.empty() ? "" : ": ", detail);
+  if (e.job_id != 0)
+    timeline_.record(e.job_id, {e.created, node_, "report only", "would " + what + " (" + e.code + "); nothing done"});
 }
 
 std::string Responder::drain_reason(const CheckResult& fault, bool held) const {
@@ -131,7 +145,13 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
         timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
       // Jobs without the flag are never requeued by us; the drain above still protects the next job.
-      if (job.auto_resume && fault->checkpoint_first) queue_signal(job, *fault, now);
+      // No checkpoint signal set: none is sent (a bash or Python job without a handler dies of
+      // SIGUSR1); the job still has the grace before it is requeued.
+      if (job.auto_resume && fault->checkpoint_first && !fault->checkpoint_first->signal.empty())
+        queue_signal(job, *fault, now);
+      else if (job.auto_resume && fault->checkpoint_first && new_episode)
+        timeline_.record(job.job_id, {now, node_, "no checkpoint signal",
+                                      "[checks.ec2] checkpoint_signal is not set; requeued after the grace"});
       if (job.auto_resume) queue_requeue(job, *fault, now, act_at);
     }
     if (drain_entry && fault->checkpoint_first) journal(*drain_entry);
@@ -140,6 +160,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
 
   faulty_ = false;
   fault_code_.clear();
+  reported_.clear();
   actions_.clear_override();
   if (trigger && trigger->auto_resume) {
     std::string what = "task " + std::to_string(trigger->task_rank) + " of step " + std::to_string(trigger->step_id) +
@@ -180,6 +201,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
 
 nlohmann::json Responder::status() const {
   nlohmann::json j = {{"faulty", faulty_}, {"fault_code", fault_code_}, {"healthy_passes", healthy_passes_},
+                      {"report_only", policy_.report_only},
                       {"pending_actions", journal_.pending().size()}, {"journal_written", journal_.durable()}};
   actions_.add_status(j);
   return j;

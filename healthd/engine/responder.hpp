@@ -32,6 +32,7 @@
 #include <ctime>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,12 @@ class Responder {
             HookRunner run_hook = {});
 
   void set_policy(const PolicyConfig& p) {
+    // Out of report_only: a fault still standing is a new episode, acted on at the next sweep.
+    if (policy_.report_only && !p.report_only) {
+      faulty_ = false;
+      fault_code_.clear();
+      reported_.clear();
+    }
     policy_ = p;
     actions_.set_policy(p);
   }
@@ -94,6 +101,8 @@ class Responder {
 
  private:
   void journal(JournalEntry e);
+  // report_only: says once per episode what `e` would have done, instead of journalling it.
+  void report(const JournalEntry& e);
   // A journal entry for this node, due now.
   JournalEntry entry(Action kind, std::string code, WallTime now) const;
   void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
@@ -109,6 +118,7 @@ class Responder {
   std::string fault_code_;
   std::uint32_t healthy_passes_ = 0;
   std::optional<WallTime> last_healthy_pass_;
+  std::set<std::string> reported_;  // report_only: what this episode already said it would do
   SlurmActions actions_;  // carries out what is journalled here
 };
 

@@ -122,7 +122,8 @@ storage_ok_after() { check_says "$1" storage "rs[0]['status'] == 'ok' and rs[0][
 @test "an EC2 maintenance notice: the job is told to checkpoint, then requeued off the node" {
   local job victim
   check_says n2 ec2 'all(r["status"] == "ok" for r in rs) and len(rs) == 2'
-  # The job traps the checkpoint signal in its batch script and in its step's tasks.
+  # The job traps the checkpoint signal in its batch script and in its step's tasks (the test
+  # cluster's config sets checkpoint_signal = "USR1"; the default sends none).
   cat >"$WORK/job.sh" <<JOB
 #!/bin/bash
 echo "attempt \${SLURM_RESTART_COUNT:-0}"

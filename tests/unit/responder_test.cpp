@@ -428,6 +428,59 @@ TEST(Responder, ANoticeSignalsTheJobThenDrainsAndRequeuesAfterTheGrace) {
   EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: EC2-SPOT-TERMINATE: ec2: spot instance-action terminate at 2027-01-05T18:02:00Z");
 }
 
+TEST(Responder, WithNoCheckpointSignalSetNoJobIsSignalledButAllAreRequeuedAfterTheGrace) {
+  Fixture f;
+  auto quiet = notice(30s);
+  quiet.checkpoint_first->signal = "";  // [checks.ec2] checkpoint_signal's default
+  f.slurm.jobs[8] = JobInfo{8, "RUNNING", "", 0, "n2", ""};
+  f.responder->on_sweep({quiet}, {{7, 0, true}, {8, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  // A bash or Python job without a handler would die of a signal it did not ask for.
+  for (const auto& call : f.slurm.calls) EXPECT_FALSE(call.starts_with("signal")) << call;
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_TRUE(f.timeline.has_event(7, "no checkpoint signal"));
+  EXPECT_TRUE(f.timeline.has_event(8, "no checkpoint signal"));
+  f.responder->on_sweep({quiet}, {{7, 0, true}, {8, 0, true}}, std::nullopt, f.now + 1s);
+  f.responder->run_due(f.now + 30s);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 8"), 1);
+}
+
+TEST(Responder, ReportOnlyDecidesAndSaysSoButDoesNothing) {
+  PolicyConfig p;
+  p.report_only = true;
+  Fixture f(p);
+  for (int i = 0; i < 5; ++i) f.sweep(true);
+  EXPECT_TRUE(f.slurm.calls.empty()) << f.slurm.calls.front();
+  EXPECT_TRUE(f.journal.pending().empty());
+  EXPECT_TRUE(f.timeline.has_event(7, "report only"));
+  // Said once per episode, not at every sweep.
+  int said = 0;
+  for (const auto& e : f.timeline.events(7)) said += e.event == "report only";
+  EXPECT_EQ(said, 1);
+  // Turned off: the next sweep acts on the fault.
+  p.report_only = false;
+  f.responder->set_policy(p);
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+TEST(Responder, ReportOnlyStillFinishesWhatWasJournalledBefore) {
+  Fixture f;
+  f.slurm.answering = false;
+  f.sweep(true);  // drain and requeue journalled, Slurm not answering
+  EXPECT_FALSE(f.journal.pending().empty());
+  PolicyConfig p;
+  p.report_only = true;
+  p.check_interval = 1s;
+  f.responder->set_policy(p);
+  f.slurm.answering = true;
+  for (int i = 0; i < 10; ++i) f.sweep(true);  // Slurm is asked again every 5 s
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
 TEST(Responder, ACheckpointSignalIsNeitherLostNorRepeatedAcrossARestart) {
   Fixture f;
   f.slurm.answering = false;  // decided and journalled, but Slurm does not answer

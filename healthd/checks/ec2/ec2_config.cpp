@@ -12,7 +12,13 @@ CheckSection ec2_section() {
                            .field("interval_s", &Ec2Config::interval, seconds_in(1, 3600))
                            .field("timeout_ms", &Ec2Config::timeout, millis_in(10, 10000))
                            .field("action", &Ec2Config::action, read_node_action)
-                           .field("checkpoint_signal", &Ec2Config::checkpoint_signal, read_signal)
+                           .field("checkpoint_signal", &Ec2Config::checkpoint_signal,
+                                  [](const toml::node& n) -> Parsed<std::string> {
+                                    if (n.is_string() && n.value<std::string>()->empty()) return std::string();
+                                    auto v = read_signal(n);
+                                    if (!v) return std::unexpected(v.error() + ", or \"\" (none)");
+                                    return v;
+                                  })
                            .field("checkpoint_grace_s", &Ec2Config::checkpoint_grace, seconds_in(0, 3600)));
 }
 

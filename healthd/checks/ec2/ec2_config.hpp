@@ -19,7 +19,9 @@ struct Ec2Config : SettingsOf<Ec2Config> {
   std::chrono::seconds interval{5};
   std::chrono::milliseconds timeout{1000};          // one HTTP request
   Action action = Action::drain;
-  std::string checkpoint_signal = "USR1";           // to every step, then the batch script (scancel)
+  // To every step, then the batch script (scancel). Empty (the default): none; a job without a
+  // handler would die of a signal it did not ask for (bash and Python die of SIGUSR1).
+  std::string checkpoint_signal;
   std::chrono::seconds checkpoint_grace{60};
 
   void expand_node(const std::string& node) override;
