@@ -28,6 +28,8 @@ std::string format_status(const nlohmann::json& d) {
                                                    ? "FAULTY (" + node.value("fault_code", std::string("?")) + ")"
                                                    : std::string("healthy"));
     out << fmt::format("actions:      {} pending\n", node.value("pending_actions", 0));
+    if (node.value("report_only", false))
+      out << "mode:         REPORT ONLY ([policy] report_only): decisions are logged, nothing is done\n";
     if (node.contains("drain_withheld")) out << fmt::format("withheld:     {}\n", node.value("drain_withheld", ""));
     if (node.contains("admin_override")) out << fmt::format("override:     {}\n", node.value("admin_override", ""));
     if (node.contains("slurm")) out << fmt::format("slurm:        {}\n", node.value("slurm", ""));

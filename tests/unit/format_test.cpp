@@ -33,3 +33,10 @@ TEST(HealthctlFormat, StatusSaysWhenSlurmIsNotReady) {
   auto ready = ar::healthctl::format_status(json{{"node", "n1"}, {"health", {{"node", {{"faulty", false}}}}}});
   EXPECT_EQ(ready.find("slurm:"), std::string::npos);
 }
+
+TEST(HealthctlFormat, StatusSaysReportOnlyMode) {
+  auto on = ar::healthctl::format_status(json{{"node", "n1"}, {"health", {{"node", {{"faulty", true}, {"report_only", true}}}}}});
+  EXPECT_NE(on.find("REPORT ONLY"), std::string::npos) << on;
+  auto off = ar::healthctl::format_status(json{{"node", "n1"}, {"health", {{"node", {{"faulty", true}, {"report_only", false}}}}}});
+  EXPECT_EQ(off.find("REPORT ONLY"), std::string::npos) << off;
+}
