@@ -22,17 +22,20 @@ int main(int argc, char** argv) {
       });
   app.add_option("--socket", socket, "socket path (overrides the config)");
   app.add_option("--state-dir", state_dir, "state directory (overrides the config)");
-  bool check_only = false;
-  app.add_flag("--check-config", check_only,
-               "check the config (and the profile, programs, checks it names) without starting; exit 0 or 2");
+  std::string check_file;
+  auto* check_only = app.add_option("--check-config", check_file,
+                                    "check the config (FILE, else --config's) with its drop-ins, profile, programs "
+                                    "and checks without starting, and print every key's value and origin; exit 0 or 2")
+                         ->type_name("[FILE]")
+                         ->expected(0, 1);
   app.set_version_flag("--version", std::string("healthd ") + ar::healthd::kVersion);
   CLI11_PARSE(app, argc, argv);
   overrides.socket = socket;
   overrides.state_dir = state_dir;
 
-  if (check_only) {
+  if (check_only->count() > 0) {
     spdlog::set_level(spdlog::level::warn);  // the checks' own start-up lines are not the answer
-    return ar::healthd::check_config(config_file, overrides, std::cout, std::cerr);
+    return ar::healthd::check_config(check_file.empty() ? config_file : check_file, overrides, std::cout, std::cerr);
   }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   // Before any child starts: a grandchild that escapes its process group (setsid) and outlives its

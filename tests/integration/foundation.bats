@@ -117,6 +117,25 @@ PY
   [[ "$output" == *"$cfg:3:"*"unknown key 'sokcet' in [daemon]"* ]]
 }
 
+@test "healthd --check-config FILE checks a file and its drop-ins without starting, and prints each key's origin" {
+  local dir="${AR_CLUSTER_DIR}/check-config-$$"
+  mkdir -p "$dir/healthd.toml.d"
+  printf '[policy]\nmax_resumes = 5\n' > "$dir/healthd.toml"
+  printf '[policy]\nrecovery_passes = 4\n' > "$dir/healthd.toml.d/10-site.toml"
+  run "$AR_HEALTHD" --check-config "$dir/healthd.toml" --node nx --state-dir "$dir/state"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"config $dir/healthd.toml: ok (with $dir/healthd.toml.d/10-site.toml)"* ]]
+  [[ "$output" == *"policy.max_resumes = 5  # $dir/healthd.toml:2:"* ]]
+  [[ "$output" == *"policy.recovery_passes = 4  # $dir/healthd.toml.d/10-site.toml:2:"* ]]
+  [[ "$output" == *"policy.flap_max_faults = 3  # default"* ]]
+  [ ! -e "$dir/state" ]  # nothing started, no state made
+  printf '[policy]\nrecovery_pases = 4\n' > "$dir/healthd.toml.d/10-site.toml"
+  run "$AR_HEALTHD" --check-config "$dir/healthd.toml"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"$dir/healthd.toml.d/10-site.toml:2:1: unknown key 'recovery_pases' in [policy]; did you mean 'recovery_passes'?"* ]]
+}
+
 @test "SIGHUP reloads the config; a broken config is refused and the running one kept" {
   local pid log cfg="${AR_CLUSTER_DIR}/etc/healthd.toml" saved
   pid=$(cat "${AR_CLUSTER_DIR}/run/healthd-n1.pid")
