@@ -144,6 +144,11 @@ class KeyTable {
   // `read` returns Parsed<T> for a member of type T.
   template <class T, class R>
   KeyTable& field(std::string key, T S::*member, R reader) {
+    return field(std::move(key), member, std::move(reader), [](const T& v) { return config_text(v); });
+  }
+  // The same with the value shown by `shown_as` (a name the reader takes that config_text does not give).
+  template <class T, class R, class W>
+  KeyTable& field(std::string key, T S::*member, R reader, W shown_as) {
     return custom(
         std::move(key),
         [member, reader](const toml::node& n, S& s) -> Parsed<void> {
@@ -152,7 +157,7 @@ class KeyTable {
           s.*member = std::move(*v);
           return {};
         },
-        [member](const S& s) { return config_text(s.*member); });
+        [member, shown_as](const S& s) { return shown_as(s.*member); });
   }
   // A member of a member (the GPU thresholds inside GpuConfig).
   template <class O, class T, class R>

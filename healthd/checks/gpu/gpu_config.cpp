@@ -25,15 +25,13 @@ const KeyTable<XidEntry>& xid_keys() {
   static const auto keys =
       KeyTable<XidEntry>()
           .field("xid", &XidEntry::xid, opt_uint_in(1, 100000))
-          .custom(
-              "action",
-              [](const toml::node& n, XidEntry& e) -> Parsed<void> {
-                auto a = read_xid_action(n);
-                if (!a) return std::unexpected(a.error());
-                e.action = *a;
-                return {};
-              },
-              [](const XidEntry& e) { return e.action ? xid_action_text(*e.action) : std::string(kUnset); })
+          .field("action", &XidEntry::action,
+                 [](const toml::node& n) -> Parsed<std::optional<Action>> {
+                   auto a = read_xid_action(n);
+                   if (!a) return std::unexpected(a.error());
+                   return std::optional<Action>(*a);
+                 },
+                 [](const std::optional<Action>& a) { return a ? xid_action_text(*a) : std::string(kUnset); })
           .field_in("count", &XidEntry::rule, &XidRule::count, uint_in(1, 100000))
           .field_in("window_s", &XidEntry::rule, &XidRule::window, seconds_in(0, 30L * 24 * 3600))
           .field_in("description", &XidEntry::rule, &XidRule::description, read_string);
@@ -90,15 +88,7 @@ CheckSection gpu_section() {
                            .field_in("persistence_required", &GpuConfig::thresholds, &GpuThresholds::persistence_required, read_bool)
                            .field_in("power_check", &GpuConfig::thresholds, &GpuThresholds::power_check, read_bool)
                            .field("xid_hold_s", &GpuConfig::xid_hold, seconds_in(1, 30L * 24 * 3600))
-                           .custom(
-                               "xid_unknown_action",
-                               [](const toml::node& n, GpuConfig& c) -> Parsed<void> {
-                                 auto a = read_xid_action(n);
-                                 if (!a) return std::unexpected(a.error());
-                                 c.xid_unknown = *a;
-                                 return {};
-                               },
-                               [](const GpuConfig& c) { return xid_action_text(c.xid_unknown); })
+                           .field("xid_unknown_action", &GpuConfig::xid_unknown, read_xid_action, xid_action_text)
                            .field("boot_id", &GpuConfig::boot_id, read_abs_path)
                            .nested("xid", read_xid_rules, xid_rules_text));
 }
