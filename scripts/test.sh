@@ -2,6 +2,8 @@
 # The README's test command (and CI's, through .ci/run): installs what is missing, then runs every
 # test tier this machine can run, each in its own build directory:
 #   dev   developer build, every ctest test (unit, then integration on a real local Slurm cluster)
+#   package  the .deb and .rpm built by scripts/package.sh (lintian), the .deb installed, run on a
+#         Slurm cluster, upgraded and purged on this machine (tests/package/run.sh; build/release)
 #   asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build/asan)
 #   tsan  unit tests under ThreadSanitizer (build/tsan)
 #   fuzz  each libFuzzer target for a bounded time over its seed corpus (build/fuzz, clang 16)
@@ -13,17 +15,24 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 
-read -r -a tiers <<<"${AR_TIERS:-dev asan tsan fuzz}"
+read -r -a tiers <<<"${AR_TIERS:-dev package asan tsan fuzz}"
 passed=()
 failed=()
 
-# run_tier NAME: configure, build and test with the presets of that name; prints one line per outcome.
+# preset_tier NAME [CTEST ARGS...]: configure, build and test with the presets of that name.
+preset_tier() {
+  local name=$1
+  shift
+  cmake --preset "$name" && cmake --build --preset "$name" && ctest --preset "$name" "$@"
+}
+
+# run_tier NAME CMD...: runs one tier's command; prints one line per outcome.
 run_tier() {
   local name=$1
   shift
   local start=$SECONDS
   echo "=== test.sh: tier $name: start"
-  if cmake --preset "$name" && cmake --build --preset "$name" && ctest --preset "$name" "$@"; then
+  if "$@"; then
     echo "=== test.sh: tier $name: passed in $((SECONDS - start)) s"
     passed+=("$name")
   else
@@ -34,9 +43,10 @@ run_tier() {
 
 for tier in "${tiers[@]}"; do
   case $tier in
-    dev) run_tier dev "$@" ;;
-    asan | tsan | fuzz) run_tier "$tier" ;;
-    *) echo "test.sh: unknown tier '$tier' (known: dev asan tsan fuzz)" >&2; exit 2 ;;
+    dev) run_tier dev preset_tier dev "$@" ;;
+    package) run_tier package tests/package/run.sh ;;
+    asan | tsan | fuzz) run_tier "$tier" preset_tier "$tier" ;;
+    *) echo "test.sh: unknown tier '$tier' (known: dev package asan tsan fuzz)" >&2; exit 2 ;;
   esac
 done
 
