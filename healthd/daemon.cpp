@@ -174,7 +174,7 @@ class Daemon {
         registry_saver_(io_, state.registry, config_.state_dir / "jobs.json", jobs_here_),
         slurm_(config_.slurm.scontrol, config_.slurm.timeout),
         responder_(config_.node_name, config_.policy, slurm_, state.journal, state.timeline),
-        checks_(build_daemon_checks()),
+        checks_(build_daemon_checks(config_)),
         engine_(checks_, responder_, config_.policy.check_deadline),
         service_(engine_, state.timeline, state.registry),
         info_{config_.node_name, kVersion, config_.socket.string(), config_.state_dir.string(), config_file_.string(),
@@ -205,9 +205,9 @@ class Daemon {
   }
 
  private:
-  std::vector<std::shared_ptr<Check>> build_daemon_checks() {
+  std::vector<std::shared_ptr<Check>> build_daemon_checks(const Config& config) {
     BuildContext context{config_.node_name, config_.host_root, config_.state_dir, jobs_here_};
-    return build_checks(config_, context);
+    return build_checks(config, context);
   }
 
   // Periodic sweeps catch faults no event announces (the first at start); poll sweeps run the checks
@@ -260,7 +260,12 @@ class Daemon {
     reload_signal_.async_wait([this](const asio::error_code& e, int) {
       if (e) return;
       sd_notify(0, "RELOADING=1");
-      reload();
+      // Whatever goes wrong, the next SIGHUP is still waited for and systemd hears the reload end.
+      try {
+        reload();
+      } catch (const std::exception& ex) {
+        spdlog::error("reload: {}; keeping what runs", ex.what());
+      }
       sd_notify(0, "READY=1");
       wait_for_reload();
     });
@@ -274,7 +279,11 @@ class Daemon {
     }
     apply_overrides(*fresh, overrides_);
     // "auto" was detected at start; a reload asks no metadata service (it would block the loop).
-    if (fresh->instance_type == "auto") fresh->instance_type = config_.instance_type;
+    if (fresh->instance_type == "auto") {
+      spdlog::info("reload: instance_type \"auto\" is detected at start only; keeping {}",
+                   config_.instance_type.empty() ? std::string("no profile") : config_.instance_type);
+      fresh->instance_type = config_.instance_type;
+    }
     if (auto r = apply_instance_profile(*fresh, false); !r) {
       spdlog::error("reload: keeping the running config: {}", r.error().message);
       return;
@@ -286,18 +295,17 @@ class Daemon {
       if (change.key.starts_with("checks.")) checks_changed = true;
       (applies_at_run_time(change.key) ? applied : needs_restart).push_back(change.text);
     }
+    // The new checks are built before anything is changed: if that fails, all of it stays as it is.
+    if (checks_changed && !rebuild_checks(*fresh)) return;
     for (const auto& text : needs_restart) spdlog::warn("reload: not applied until healthd restarts: {}", text);
     config_.log_level = fresh->log_level;
     config_.ended_job_retention = fresh->ended_job_retention;
+    config_.instance_type = fresh->instance_type;
+    config_.profile_dir = fresh->profile_dir;
+    if (checks_changed) config_.checks = fresh->checks;
     engine_.reconfigure(fresh->policy);  // read on the engine thread: handed over there
     config_.policy = fresh->policy;
     set_log_level(config_.log_level);
-    if (checks_changed) {
-      config_.checks = fresh->checks;
-      config_.instance_type = fresh->instance_type;
-      config_.profile_dir = fresh->profile_dir;
-      rebuild_checks();
-    }
     for (const auto& text : applied) spdlog::info("reload: applied {}", text);
     spdlog::info("reload: config {} reloaded ({} file(s)): {} change(s) applied{}, {} waiting for a restart",
                  config_file_.string(), fresh->files.size(), applied.size(), checks_changed ? ", checks rebuilt" : "",
@@ -312,21 +320,32 @@ class Daemon {
            key == "daemon.ended_job_retention_s" || key == "daemon.instance_type" || key == "daemon.profile_dir";
   }
 
-  // The old checks' event sources stop, the new ones are built with the same context (the node, the
-  // host root and the state directory do not change at run time), handed to the engine for its next
-  // sweep, and started.
-  void rebuild_checks() {
+  // The new checks are built with the same context (the node, the host root and the state directory
+  // do not change at run time); then the old ones' event sources stop, and the engine, between two
+  // sweeps, has each new check take over its old namesake's position and events and starts it, so
+  // no kernel-log line or XID is missed across the reload. False: building failed, nothing changed.
+  bool rebuild_checks(const Config& fresh) {
+    std::vector<std::shared_ptr<Check>> built;
+    try {
+      built = build_daemon_checks(fresh);
+    } catch (const std::exception& e) {
+      spdlog::error("reload: keeping the running config and checks: building the new checks failed: {}", e.what());
+      return false;
+    }
     for (const auto& check : checks_) check->stop();
-    checks_ = build_daemon_checks();
-    engine_.replace_checks(checks_);
-    start_checks();
+    checks_ = std::move(built);
+    engine_.replace_checks(checks_, judge_now_callback());
+    return true;
+  }
+
+  // Checks that are event sources (kernel log, NVML events) ask for a sweep from their own threads;
+  // the sweep is asked for on the event loop, which owns the job registry.
+  Check::JudgeNow judge_now_callback() {
+    return [this](const std::string& why) { asio::post(io_, [this, why] { service_.judge_now(why); }); };
   }
 
   void start_checks() {
-    // Checks that are event sources (kernel log, NVML events) ask for a sweep from their own threads;
-    // the sweep is asked for on the event loop, which owns the job registry.
-    for (const auto& check : checks_)
-      check->start([this](const std::string& why) { asio::post(io_, [this, why] { service_.judge_now(why); }); });
+    for (const auto& check : checks_) check->start(judge_now_callback());
   }
 
   // No input may end the event loop: a handler that throws is logged and the loop goes on (asio

@@ -536,6 +536,11 @@ std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, 
 void SlurmActions::queue_hooks(const JournalEntry& done, Action what, WallTime now) {
   for (const auto& hook : policy_.hooks) {
     if (std::find(hook.on.begin(), hook.on.end(), what) == hook.on.end()) continue;
+    // An action journalled before report_only was set is finished, but runs no admin program.
+    if (policy_.report_only) {
+      spdlog::warn("report only: would run hook {} after {} ({} on {}); nothing run", hook.name, to_string(what), done.code, done.node);
+      continue;
+    }
     JournalEntry e;
     e.kind = Action::hook;
     e.node = done.node;

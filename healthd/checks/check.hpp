@@ -77,6 +77,10 @@ class Check {
   // stops (joins) it in stop(), before the engine stops. Most checks have none.
   virtual void start(JudgeNow /*judge_now*/) {}
   virtual void stop() {}
+  // A check rebuilt at reload takes over, before it starts, what the check of the same name it
+  // replaces knew beyond its state file (the kernel log's read position, events seen since the
+  // last save). `previous` is stopped and no longer run. Most checks have nothing to take.
+  virtual void carry_over(Check& /*previous*/) {}
 };
 
 }  // namespace ar::healthd

@@ -40,6 +40,18 @@ class KernelLogReader {
 
   const std::filesystem::path& path() const { return path_; }
 
+  // Exchanges two readers of the same log, positions and all (a check rebuilt at reload takes over
+  // the old check's position, so no line written meanwhile is skipped).
+  void swap(KernelLogReader& other) noexcept {
+    std::swap(path_, other.path_);
+    std::swap(fd_, other.fd_);
+    std::swap(is_kmsg_, other.is_kmsg_);
+    std::swap(offset_, other.offset_);
+    std::swap(inode_, other.inode_);
+    std::swap(partial_, other.partial_);
+    std::swap(skipping_, other.skipping_);
+  }
+
  private:
   std::expected<void, std::string> open_at(bool at_end);
   std::vector<std::string> read_records();

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "actions/process.hpp"
@@ -293,7 +295,8 @@ Parsed<void> merge_drop_in(toml::table& into, toml::table&& from, const std::str
     if (into_table != nullptr) {
       if (auto r = merge_drop_in(*into_table, std::move(*from_table), source); !r) return r;
     } else if (into_array != nullptr && from_array != nullptr && into_array->is_array_of_tables() &&
-               from_array->is_array_of_tables()) {
+               (from_array->is_array_of_tables() || from_array->empty())) {
+      // Added to, never replaced: `rule = []` in a later file adds no rule (it does not clear them).
       for (auto&& item : *from_array) into_array->push_back(std::move(*item.as_table()));
     } else {
       into.insert_or_assign(key, std::move(value));
@@ -302,14 +305,50 @@ Parsed<void> merge_drop_in(toml::table& into, toml::table&& from, const std::str
   return {};
 }
 
-// The file, then its drop-ins merged over it.
+// A config file's text. It holds programs a root daemon runs, so it must be a regular file (a link
+// to one is fine) owned by root or by healthd's own user and writable by nobody else, and at most
+// kMaxConfigBytes; opened without blocking (a FIFO put in its place cannot hang a reload).
+constexpr std::size_t kMaxConfigBytes = 1024 * 1024;
+
+Parsed<std::string> read_config_text(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(path.string() + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::unexpected(path.string() + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return std::unexpected(path.string() + ": not a regular file");
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return std::unexpected(path.string() + ": owned by uid " + std::to_string(st.st_uid) +
+                           ", not by root: a config names programs healthd runs as root");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return std::unexpected(path.string() + ": writable by group or others (chmod go-w): a config names programs healthd runs as root");
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxConfigBytes)
+    return std::unexpected(path.string() + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(path.string() + ": cannot read: " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxConfigBytes)
+      return std::unexpected(path.string() + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
+  }
+  return text;
+}
+
+// The file, then its drop-ins merged over it. A *.toml entry of the drop-in directory that is not a
+// regular file (a dangling link, a FIFO) is an error, not skipped: a drop-in that says report_only
+// must not be lost without a word.
 Parsed<toml::table> read_config_files(const std::filesystem::path& file, std::vector<std::filesystem::path>& files) {
   auto read_one = [](const std::filesystem::path& path) -> Parsed<toml::table> {
-    std::ifstream in(path);
-    if (!in) return std::unexpected(path.string() + ": cannot open: " + std::strerror(errno));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse_toml(text.str(), path.string());
+    auto text = read_config_text(path);
+    if (!text) return std::unexpected(text.error());
+    return parse_toml(*text, path.string());
   };
   auto root = read_one(file);
   if (!root) return root;
@@ -317,13 +356,17 @@ Parsed<toml::table> read_config_files(const std::filesystem::path& file, std::ve
   const auto dir = drop_in_dir(file);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return root;
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) == 0 && ((dst.st_mode & (S_IWGRP | S_IWOTH)) != 0 || (dst.st_uid != 0 && dst.st_uid != ::geteuid())))
+    return std::unexpected(dir.string() + ": owned by another user than root, or writable by group or others: anyone "
+                           "who can add a drop-in there can make healthd run a program as root");
   std::vector<std::filesystem::path> drop_ins;
   for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
        it.increment(ec)) {
     const auto name = it->path().filename().string();
     // An editor's backup (healthd.toml~, .#x.toml) or a package manager's leftover (x.toml.dpkg-old)
     // is not a drop-in.
-    if (name.starts_with(".") || !name.ends_with(".toml") || !it->is_regular_file(ec)) continue;
+    if (name.starts_with(".") || !name.ends_with(".toml")) continue;
     drop_ins.push_back(it->path());
   }
   if (ec) return std::unexpected(dir.string() + ": cannot list: " + ec.message());

@@ -69,12 +69,32 @@ void Engine::note(std::uint32_t job_id, TimelineEvent event) {
   wake_.notify_all();
 }
 
-void Engine::replace_checks(std::vector<std::shared_ptr<Check>> checks) {
+void Engine::replace_checks(std::vector<std::shared_ptr<Check>> checks, Check::JudgeNow judge_now) {
   {
     std::lock_guard lock(mutex_);
-    new_checks_ = std::move(checks);
+    new_checks_ = Replacement{std::move(checks), std::move(judge_now)};
   }
   wake_.notify_all();
+}
+
+void Engine::take_checks(Replacement replacement) {
+  for (const auto& check : replacement.checks) {
+    auto st = state_.find(check->name());
+    if (st != state_.end() && st->second.hung) continue;  // its old self is still running
+    for (const auto& old : checks_)
+      if (old->name() == check->name()) check->carry_over(*old);
+  }
+  for (const auto& check : replacement.checks) check->start(replacement.judge_now);
+  // Every new check is due at once; a hung one's guard stays until its old run returns.
+  for (auto it = state_.begin(); it != state_.end();) {
+    if (it->second.hung) {
+      it->second.last.clear();
+      ++it;
+    } else {
+      it = state_.erase(it);
+    }
+  }
+  checks_ = std::move(replacement.checks);
 }
 
 void Engine::reconfigure(const PolicyConfig& policy) {
@@ -162,6 +182,7 @@ std::vector<CheckResult> Engine::sweep(bool everything, bool poll) {
 void Engine::loop() {
   for (;;) {
     std::optional<SweepRequest> request;
+    std::optional<Replacement> replacement;
     std::deque<std::pair<std::uint32_t, TimelineEvent>> notes;
     bool stop = false;
     {
@@ -185,13 +206,13 @@ void Engine::loop() {
         new_policy_.reset();
       }
       if (new_checks_) {
-        abandon_hung();
-        checks_ = std::move(*new_checks_);
+        replacement = std::move(*new_checks_);
         new_checks_.reset();
       }
     }
     auto now = std::chrono::system_clock::now();
     try {
+      if (replacement) take_checks(std::move(*replacement));
       // A note handed over just before a stop (a step failed) is still recorded.
       for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
       if (stop) return;

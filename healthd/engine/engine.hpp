@@ -44,10 +44,12 @@ class Engine {
 
   // New policy (SIGHUP): applied on the engine thread between two pieces of work.
   void reconfigure(const PolicyConfig& policy);
-  // New checks (SIGHUP with a changed [checks.*] section), run from the next sweep on; applied on the
-  // engine thread between two sweeps. What the engine remembered of the old checks is dropped, so
-  // every new check runs at that sweep.
-  void replace_checks(std::vector<std::shared_ptr<Check>> checks);
+  // New checks (SIGHUP with a changed [checks.*] section), run from the next sweep on. On the engine
+  // thread, between two sweeps (so no old check runs any more): each new check takes over what the
+  // old one of its name knew (Check::carry_over; the old ones must be stopped already), is started
+  // with `judge_now`, and runs at the next sweep. A check still hung from an earlier sweep keeps its
+  // guard: a new one of its name is not run until the old run returns.
+  void replace_checks(std::vector<std::shared_ptr<Check>> checks, Check::JudgeNow judge_now);
 
   // The last result of every check and the responder's state, as of the last sweep.
   nlohmann::json status() const;
@@ -70,8 +72,15 @@ class Engine {
     std::optional<std::shared_future<std::vector<CheckResult>>> hung;
   };
 
+  // New checks waiting for the engine thread (replace_checks).
+  struct Replacement {
+    std::vector<std::shared_ptr<Check>> checks;
+    Check::JudgeNow judge_now;
+  };
+
   void loop();
   void abandon_hung();
+  void take_checks(Replacement replacement);
   std::vector<CheckResult> sweep(bool everything, bool poll);
   std::vector<CheckResult> run_bounded(const std::shared_ptr<Check>& check, CheckState& state);
 
@@ -85,7 +94,7 @@ class Engine {
   std::uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::optional<PolicyConfig> new_policy_;
-  std::optional<std::vector<std::shared_ptr<Check>>> new_checks_;
+  std::optional<Replacement> new_checks_;
   std::chrono::milliseconds check_deadline_;
   nlohmann::json status_ = nlohmann::json::object();
 

@@ -99,6 +99,7 @@ void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, Wall
 void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before) {
   if (journal_.requeued(job.job_id, job.restart_count)) return;
   if (journal_.has_pending(Action::requeue, job.job_id, job.restart_count)) {
+    if (policy_.report_only) return report(entry(Action::requeue, fault.code, now));
     // Waiting out a checkpoint grace, and now a fault that cannot wait: requeue sooner.
     if (auto r = journal_.hasten(Action::requeue, job.job_id, job.restart_count, not_before); !r)
       spdlog::error("journal: {}", r.error());
@@ -128,7 +129,8 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
     const WallTime act_at = fault->checkpoint_first ? now + fault->checkpoint_first->grace : now;
     std::optional<JournalEntry> drain_entry;
     if (new_episode) {
-      journal_.fault_history().push_back(now);
+      // A fault only reported is not counted towards flapping: it would hold the first real drain.
+      if (!policy_.report_only) journal_.fault_history().push_back(now);
       bool held = flapping(now);
       spdlog::warn("node {} is faulty: {}: {} (action {})", node_, fault->code, fault->message, to_string(fault->action));
       JournalEntry drain = entry(Action::drain, fault->code, now);
@@ -158,9 +160,9 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
     return;
   }
 
+  if (faulty_) reported_.clear();  // the episode is over: the next one is said again
   faulty_ = false;
   fault_code_.clear();
-  reported_.clear();
   actions_.clear_override();
   if (trigger && trigger->auto_resume) {
     std::string what = "task " + std::to_string(trigger->task_rank) + " of step " + std::to_string(trigger->step_id) +

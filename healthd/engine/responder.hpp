@@ -73,10 +73,12 @@ class Responder {
             HookRunner run_hook = {});
 
   void set_policy(const PolicyConfig& p) {
-    // Out of report_only: a fault still standing is a new episode, acted on at the next sweep.
+    // Out of report_only: a fault still standing is a new episode, acted on at the next sweep,
+    // unless healthd had drained for it before (as after a restart: not drained again).
     if (policy_.report_only && !p.report_only) {
-      faulty_ = false;
-      fault_code_.clear();
+      const auto& own = journal_.own_drain();
+      faulty_ = own.has_value();
+      fault_code_ = own ? own->code : std::string();
       reported_.clear();
     }
     policy_ = p;

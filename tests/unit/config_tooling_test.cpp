@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "checks/registry.hpp"
@@ -227,4 +229,65 @@ TEST(SampleConfig, DocumentsEveryKey) {
   auto defaults = parse_config("", "empty");
   ASSERT_TRUE(defaults) << defaults.error();
   for (const auto& v : describe_config(*defaults)) EXPECT_TRUE(documented.count(v.key)) << v.key << " is not in packaging/healthd.toml";
+}
+
+// A config names programs a root daemon runs: what it reads must be a regular file nobody else can
+// write, of a sane size, and nothing put in its place may hang the read (review of issue 14).
+TEST(ConfigFiles, ADirectoryIsNotAConfigFile) {
+  ar::test::TempDir dir;
+  std::filesystem::create_directories(dir / "healthd.toml");
+  auto c = load_config(dir / "healthd.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("not a regular file"), std::string::npos) << c.error();
+}
+
+TEST(ConfigFiles, AConfigOthersCanWriteIsRefused) {
+  Files f("[policy]\nmax_resumes = 3\n");
+  f.drop_in("10-open.toml", "[policy]\nmax_resumes = 5\n");
+  std::filesystem::permissions(f.drop_ins / "10-open.toml", std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::add);
+  auto c = load_config(f.main);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("10-open.toml: writable by group or others"), std::string::npos) << c.error();
+}
+
+TEST(ConfigFiles, ADropInDirectoryOthersCanWriteIsRefused) {
+  Files f("[policy]\nmax_resumes = 3\n");
+  std::filesystem::permissions(f.drop_ins, std::filesystem::perms::all);
+  auto c = load_config(f.main);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("healthd.toml.d: owned by another user than root, or writable by group or others"),
+            std::string::npos)
+      << c.error();
+}
+
+TEST(ConfigFiles, ABrokenOrSpecialDropInIsAnErrorNotSkipped) {
+  Files f("[policy]\nmax_resumes = 3\n");
+  std::filesystem::create_symlink(f.dir / "nowhere.toml", f.drop_ins / "10-dangling.toml");
+  auto c = load_config(f.main);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("10-dangling.toml: cannot open"), std::string::npos) << c.error();
+  std::filesystem::remove(f.drop_ins / "10-dangling.toml");
+  // A FIFO: refused at once, not waited on (the read would block a reload forever).
+  ASSERT_EQ(::mkfifo((f.drop_ins / "20-fifo.toml").c_str(), 0644), 0);
+  c = load_config(f.main);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("20-fifo.toml: not a regular file"), std::string::npos) << c.error();
+}
+
+TEST(ConfigFiles, AHugeFileIsRefused) {
+  Files f("[policy]\nmax_resumes = 3\n");
+  f.drop_in("10-huge.toml", "# " + std::string(2 * 1024 * 1024, 'x') + "\n");
+  auto c = load_config(f.main);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("10-huge.toml: larger than 1048576 bytes"), std::string::npos) << c.error();
+}
+
+TEST(DropIns, AnEmptyArrayInALaterFileAddsNothingAndClearsNothing) {
+  Files f("[[checks.kernel_log.rule]]\ncode = \"IB\"\npattern = \"Link down\"\naction = \"warn\"\n");
+  f.drop_in("10-empty.toml", "[checks.kernel_log]\nrule = []\n");
+  auto c = load_config(f.main);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(by_key(describe_config(*c)).at("checks.kernel_log.rule"),
+            "[{code = \"IB\", pattern = \"Link down\", message = \"\", action = \"warn\"}]");
 }

@@ -113,3 +113,67 @@ TEST(Engine, ANoteHandedOverJustBeforeTheStopIsStillRecorded) {
   stopper.join();
   EXPECT_TRUE(timeline.has_event(7, "step failed"));
 }
+
+namespace {
+// A check that hangs in its first run until let go, then passes; it counts its runs.
+class NamedCheck : public Check {
+ public:
+  explicit NamedCheck(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::vector<CheckResult> run() override {
+    runs.fetch_add(1);
+    CheckResult r;
+    r.check = name_;
+    return {r};
+  }
+  void carry_over(Check& previous) override { carried_from = &previous; }
+  void start(JudgeNow) override { started.store(true); }
+  std::atomic<int> runs{0};
+  std::atomic<bool> started{false};
+  Check* carried_from = nullptr;
+
+ private:
+  std::string name_;
+};
+
+std::uint64_t wait_for_sweep(Engine& engine, std::uint64_t seq) {
+  for (int i = 0; i < 500 && engine.status().value("sweep_seq", std::uint64_t{0}) < seq; ++i) std::this_thread::sleep_for(10ms);
+  return engine.status().value("sweep_seq", std::uint64_t{0});
+}
+}  // namespace
+
+// A reload's new checks: started and fed from their old namesakes on the engine thread; a check
+// still hung in an earlier sweep keeps its guard, so its new namesake does not run beside it.
+TEST(Engine, ReplacedChecksTakeOverFromTheOldOnesAndAHungOneKeepsItsGuard) {
+  ar::test::TempDir dir;
+  UnusedSlurm slurm;
+  Journal journal(dir / "journal.json");
+  Timeline timeline(dir / "timeline.json");
+  Responder responder("n1", PolicyConfig{}, slurm, journal, timeline);
+  auto gated = std::make_shared<GatedCheck>();
+  auto plain = std::make_shared<NamedCheck>("plain");
+  Engine engine({gated, plain}, responder, 200ms);
+  engine.start();
+  auto seq = engine.request_sweep("periodic", {});
+  gated->wait_for_runs(1);
+  EXPECT_GE(wait_for_sweep(engine, seq), seq);  // the gated check is now hung past its deadline
+  auto new_gated = std::make_shared<NamedCheck>("gated");
+  auto new_plain = std::make_shared<NamedCheck>("plain");
+  engine.replace_checks({new_gated, new_plain}, [](const std::string&) {});
+  seq = engine.request_sweep("reload", {});
+  EXPECT_GE(wait_for_sweep(engine, seq), seq);
+  EXPECT_TRUE(new_plain->started);
+  EXPECT_TRUE(new_gated->started);
+  EXPECT_EQ(new_plain->carried_from, plain.get());
+  EXPECT_EQ(new_gated->carried_from, nullptr);  // its old self is still running: nothing to take yet
+  EXPECT_EQ(new_plain->runs.load(), 1);
+  EXPECT_EQ(new_gated->runs.load(), 0);  // not run beside its hung old self
+  const auto text = engine.status().dump();
+  EXPECT_NE(text.find("still running past its deadline"), std::string::npos) << text;
+  gated->let_go();
+  std::this_thread::sleep_for(50ms);
+  seq = engine.request_sweep("periodic", {}, std::nullopt, true);
+  EXPECT_GE(wait_for_sweep(engine, seq), seq);
+  EXPECT_EQ(new_gated->runs.load(), 1);  // the old run returned: the new check runs
+  engine.stop();
+}

@@ -340,3 +340,38 @@ TEST(Config, RulePatternsAreCheckedByRe2WithTheirPosition) {
   auto ok = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = '(a+)+$'\n", "f.toml");
   EXPECT_TRUE(ok) << ok.error();
 }
+
+// A reload rebuilds the check: the new one opens the log at its end, so a line written after the
+// old one's last read would be lost without the hand-over of the old reader (review of issue 14).
+TEST(KernelLogCheck, ARebuiltCheckTakesOverTheOldReadPositionAndFaults) {
+  LogFixture f;
+  KernelLogCheck old(f.config, f.dir.path());
+  old.poll();
+  append(f.log, "mce: [Hardware Error]: CPU 3: Machine Check: seen by the old check");
+  old.poll();
+  append(f.log, "EXT4-fs error (device nvme1n1): ext4_find_entry: written during the reload");
+  old.stop();
+  KernelLogCheck rebuilt(f.config, f.dir.path());  // opens the log at its end
+  rebuilt.carry_over(old);
+  auto results = rebuilt.run();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, Status::fault);
+  const auto text = results[0].to_json().dump();
+  EXPECT_NE(text.find("KMSG-MCE"), std::string::npos) << text;   // the old check's fault, carried
+  EXPECT_NE(text.find("FS-IO-ERR"), std::string::npos) << text;  // the line no check had read yet
+}
+
+TEST(KernelLogCheck, ARebuiltCheckOfAnotherLogKeepsItsOwnReader) {
+  LogFixture f;
+  KernelLogCheck old(f.config, f.dir.path());
+  append(f.log, "EXT4-fs error (device nvme1n1): ext4_find_entry: in the old log");
+  std::ofstream(f.dir / "var/log/other.log") << "";
+  auto other = f.config;
+  other.path = "/var/log/other.log";
+  KernelLogCheck rebuilt(other, f.dir.path());
+  rebuilt.carry_over(old);
+  append(f.dir / "var/log/other.log", "mce: [Hardware Error]: CPU 3: Machine Check");
+  const auto text = rebuilt.run()[0].to_json().dump();
+  EXPECT_NE(text.find("KMSG-MCE"), std::string::npos) << text;
+  EXPECT_EQ(text.find("FS-IO-ERR"), std::string::npos) << text;
+}

@@ -466,6 +466,39 @@ TEST(Responder, ReportOnlyDecidesAndSaysSoButDoesNothing) {
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
 }
 
+TEST(Responder, FaultsOnlyReportedDoNotCountTowardsFlapping) {
+  PolicyConfig p;
+  p.report_only = true;
+  p.flap_max_faults = 2;
+  Fixture f(p);
+  for (int i = 0; i < 3; ++i) {  // three reported episodes
+    f.sweep(true);
+    f.sweep(false);
+  }
+  p.report_only = false;
+  p.check_interval = 1s;
+  f.responder->set_policy(p);
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason.find("kept out"), std::string::npos) << f.slurm.nodes["n2"].reason;
+}
+
+TEST(Responder, LeavingReportOnlyDoesNotDrainAgainForAFaultItDrainedBefore) {
+  Fixture f;
+  f.sweep(true);  // drained for the fault, and the job requeued
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  PolicyConfig p;
+  p.check_interval = 1s;
+  p.report_only = true;
+  f.responder->set_policy(p);
+  f.sweep(true);
+  p.report_only = false;
+  f.responder->set_policy(p);
+  f.slurm.nodes["n2"].drain = false;  // an admin resumed it meanwhile
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+}
+
 TEST(Responder, ReportOnlyStillFinishesWhatWasJournalledBefore) {
   Fixture f;
   f.slurm.answering = false;

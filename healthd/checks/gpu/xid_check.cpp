@@ -232,18 +232,42 @@ LineVerdict XidCheck::take_kernel_log_line(const std::string& line) {
 
 void XidCheck::start(JudgeNow judge_now) {
   if (nvml_library_.empty() || nvml_events_) return;
+  {
+    std::lock_guard lock(relay_->mutex);
+    relay_->check = this;
+  }
   // An XID as it happens makes the node be judged now. The watcher thread only records and asks.
-  nvml_events_ = std::make_unique<NvmlEventWatcher>(nvml_library_, [this, judge_now](const NvmlEvent& ev) {
+  nvml_events_ = std::make_unique<NvmlEventWatcher>(nvml_library_, [relay = relay_, judge_now](const NvmlEvent& ev) {
     XidEvent e{ev.xid, ev.bus_id.empty() ? std::string() : short_pci_address(ev.bus_id), "nvml",
                ev.double_bit_ecc ? "NVML event: double-bit ECC error" : "NVML event: XID " + std::to_string(ev.xid),
                Clock::now()};
-    if (record(e) && judge_now) judge_now("NVML XID event");
+    std::lock_guard lock(relay->mutex);
+    if (relay->check != nullptr && relay->check->record(e) && judge_now) judge_now("NVML XID event");
   });
   nvml_events_->start();
 }
 
 void XidCheck::stop() {
-  if (nvml_events_) nvml_events_->stop();
+  // A watcher stuck inside NVML (a GPU that is gone can hang a call) cannot be joined: it is left
+  // behind, not freed, since its thread still uses it; the relay keeps it from this check.
+  if (nvml_events_ && !nvml_events_->stop()) (void)nvml_events_.release();
+}
+
+XidCheck::~XidCheck() {
+  {
+    std::lock_guard lock(relay_->mutex);
+    relay_->check = nullptr;
+  }
+  stop();
+}
+
+void XidCheck::carry_over(Check& previous) {
+  auto* old = dynamic_cast<XidCheck*>(&previous);
+  if (old == nullptr || old == this) return;
+  std::scoped_lock lock(mutex_, old->mutex_);
+  if (old->boot_id_ != boot_id_) return;  // a reboot between the two: what the old one saw is cured
+  tracked_ = old->tracked_;
+  unsaved_ = true;
 }
 
 }  // namespace ar::healthd

@@ -54,6 +54,9 @@ class XidCheck : public Check {
   // kernel log's NVRM Xid lines, as a tap for the kernel-log check (checks/check_kind.hpp).
   void watch_nvml_events(std::string library) { nvml_library_ = std::move(library); }
   LineVerdict take_kernel_log_line(const std::string& line);
+  // The old check's events, repeats not yet saved included.
+  void carry_over(Check& previous) override;
+  ~XidCheck() override;
   void start(JudgeNow judge_now) override;
   void stop() override;
 
@@ -92,6 +95,13 @@ class XidCheck : public Check {
   std::map<std::string, std::string> labels_;
   bool unsaved_ = false;  // repeats recorded since the last write
   std::string nvml_library_;  // empty: NVML events not watched
+  // What the watcher thread calls back through: cleared when this check goes, so a watcher left
+  // stuck inside NVML (see stop()) never reaches a check that is gone.
+  struct Relay {
+    std::mutex mutex;
+    XidCheck* check = nullptr;
+  };
+  std::shared_ptr<Relay> relay_ = std::make_shared<Relay>();
   std::unique_ptr<NvmlEventWatcher> nvml_events_;  // last: its thread calls record() until stopped
 };
 

@@ -213,6 +213,15 @@ bool KernelLogCheck::poll() {
   return new_fault;
 }
 
+void KernelLogCheck::carry_over(Check& previous) {
+  auto* old = dynamic_cast<KernelLogCheck*>(&previous);
+  if (old == nullptr || old == this) return;
+  std::scoped_lock lock(mutex_, old->mutex_);
+  if (old->reader_.path() == reader_.path()) reader_.swap(old->reader_);
+  active_ = old->active_;  // newer than the state file this check loaded: repeats are not saved
+  save_locked();
+}
+
 std::vector<CheckResult> KernelLogCheck::run() {
   poll();
   std::lock_guard lock(mutex_);

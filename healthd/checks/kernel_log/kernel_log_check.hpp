@@ -100,6 +100,8 @@ class KernelLogCheck : public Check {
   // poll() says so (the daemon posts it to the event loop). stop() joins it; the destructor stops it too.
   void start(JudgeNow judge_now) override;
   void stop() override;
+  // The old check's read position (when it read the same log) and its active faults.
+  void carry_over(Check& previous) override;
 
  private:
   CheckResult judge(Clock::time_point now);

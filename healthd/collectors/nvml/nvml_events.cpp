@@ -18,11 +18,16 @@ void NvmlEventWatcher::start() {
   });
 }
 
-void NvmlEventWatcher::stop() {
+bool NvmlEventWatcher::stop() {
   stopping_ = true;
-  if (!thread_.joinable()) return;
-  if (exited_.wait_for(std::chrono::seconds(2)) == std::future_status::ready) thread_.join();
-  else thread_.detach();  // stuck in NVML: the process exit ends it
+  if (!thread_.joinable()) return !detached_;
+  if (exited_.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
+    thread_.join();
+    return true;
+  }
+  thread_.detach();  // stuck in NVML: it ends when NVML returns, or with the process
+  detached_ = true;
+  return false;
 }
 
 std::string NvmlEventWatcher::problem() const {

@@ -26,8 +26,9 @@ class NvmlEventWatcher {
   ~NvmlEventWatcher() { stop(); }
 
   void start();
-  // Stops within a second unless the thread is stuck inside NVML; then it is left behind.
-  void stop();
+  // Stops within a second unless the thread is stuck inside NVML; then it is left behind (detached)
+  // and this returns false: the watcher must then outlive its thread (not be destroyed).
+  bool stop();
 
   // Why events are not being watched, if they are not (no library, no event support): for status.
   std::string problem() const;
@@ -42,6 +43,7 @@ class NvmlEventWatcher {
   mutable std::mutex mutex_;
   std::string problem_;
   std::thread thread_;
+  bool detached_ = false;  // stop() left the thread behind
   std::future<void> exited_;
 };
 
