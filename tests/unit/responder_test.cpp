@@ -1242,3 +1242,23 @@ TEST(Journal, AnAnnotateEntryKeepsItsOldNameInTheFile) {
   ASSERT_EQ(again.pending().size(), 1u);
   EXPECT_EQ(again.pending()[0].kind, Action::annotate);
 }
+
+// report_only set while a drain journalled before it waits for Slurm: the drain is finished (no
+// half-done episode), but the admin's program is not run (review of issue 14).
+TEST(Hooks, ReportOnlyFinishesAJournalledDrainButRunsNoHook) {
+  PolicyConfig p;
+  p.hooks = {hook("ticket", {Action::drain})};
+  Fixture f(p);
+  HookRecorder rec;
+  with_hooks(f, rec);
+  f.slurm.answering = false;
+  f.sweep(true);
+  p.report_only = true;
+  p.check_interval = 1s;
+  f.responder->set_policy(p);
+  f.slurm.answering = true;
+  for (int i = 0; i < 10; ++i) f.sweep(true);
+  settle(f, *f.responder);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_TRUE(rec.seen().empty());
+}
