@@ -181,10 +181,11 @@ Parsed<toml::table> parse_toml(std::string_view text, const std::string& source_
   }
 }
 
-// Where `path` ("slurm.scontrol") is in the file, or the file alone for a key left at its default.
-std::string where_key(const toml::table& root, const std::string& path, const std::string& source) {
-  auto node = root.at_path(path);
-  return node ? where(source, node.node()->source()) : source;
+// Where `path` ("slurm.scontrol") was read (the origins recorded at load: a drop-in's own position),
+// or the file alone for a key left at its default.
+std::string where_key(const Config& config, const std::string& path, const std::string& source) {
+  auto at = config.origins.find(path);
+  return at != config.origins.end() ? at->second : source;
 }
 
 // Records where each key in `table` (at `path`) was read: a value by its own position, an array of
@@ -261,8 +262,8 @@ Parsed<Config> read_config(const toml::table& root, const std::string& source, s
 
 // Program names become absolute paths in the children's fixed PATH, once, here: at run time no
 // PATH is looked at. An absolute path is kept as it is (it may hold %n, expanded later).
-Parsed<void> resolve_programs(Config& config, const toml::table& root, const std::string& source) {
-  if (auto r = resolve_config_program(config.slurm.scontrol, where_key(root, "slurm.scontrol", source) + ": key 'scontrol' in [slurm]");
+Parsed<void> resolve_programs(Config& config, const std::string& source) {
+  if (auto r = resolve_config_program(config.slurm.scontrol, where_key(config, "slurm.scontrol", source) + ": key 'scontrol' in [slurm]");
       !r)
     return r;
   for (auto& hook : config.policy.hooks)
@@ -381,12 +382,12 @@ Parsed<toml::table> read_config_files(const std::filesystem::path& file, std::ve
 }
 
 // A named profile must exist (in profile_dir or built in); "auto" is detected at start.
-Parsed<void> check_profile(const Config& config, const toml::table& root, const std::string& source) {
+Parsed<void> check_profile(const Config& config, const std::string& source) {
   if (config.instance_type.empty() || config.instance_type == "auto") return {};
   auto profile = resolve_profile(config.instance_type, config.profile_dir);
   if (profile) return {};
   if (profile.error().in_profile_file) return std::unexpected(profile.error().message);  // with its own position
-  return std::unexpected(where_key(root, "daemon.instance_type", source) + ": key 'instance_type' in [daemon] " +
+  return std::unexpected(where_key(config, "daemon.instance_type", source) + ": key 'instance_type' in [daemon] " +
                          profile.error().message);
 }
 
@@ -428,8 +429,8 @@ std::expected<Config, std::string> load_config(const std::filesystem::path& file
   auto config = read_config(*root, source, sections);
   if (!config) return config;
   config->files = std::move(files);
-  if (auto r = resolve_programs(*config, *root, source); !r) return std::unexpected(r.error());
-  if (auto r = check_profile(*config, *root, source); !r) return std::unexpected(r.error());
+  if (auto r = resolve_programs(*config, source); !r) return std::unexpected(r.error());
+  if (auto r = check_profile(*config, source); !r) return std::unexpected(r.error());
   return config;
 }
 
