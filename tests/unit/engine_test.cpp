@@ -66,17 +66,23 @@ class GatedCheck : public Check {
   int runs = 0;
 };
 
+// What an engine needs around it: a responder for node n1 with its journal and timeline in a
+// temporary directory, and a Slurm it never needs.
+struct EngineParts {
+  ar::test::TempDir dir;
+  UnusedSlurm slurm;
+  Journal journal{dir / "journal.json"};
+  Timeline timeline{dir / "timeline.json"};
+  Responder responder{"n1", PolicyConfig{}, slurm, journal, timeline};
+};
+
 }  // namespace
 
 // Issue 10 item 14: each failed task of a 2,000-task step queued a sweep of its own.
 TEST(Engine, FailuresOfOneJobAttemptWhileASweepRunsMakeOneMoreSweepNotThousands) {
-  ar::test::TempDir dir;
-  UnusedSlurm slurm;
-  Journal journal(dir / "journal.json");
-  Timeline timeline(dir / "timeline.json");
-  Responder responder("n1", PolicyConfig{}, slurm, journal, timeline);
+  EngineParts parts;
   auto check = std::make_shared<GatedCheck>();
-  Engine engine({check}, responder, 10s);
+  Engine engine({check}, parts.responder, 10s);
   engine.start();
   engine.request_sweep("periodic", {});
   check->wait_for_runs(1);  // the engine is busy in this sweep
@@ -96,13 +102,9 @@ TEST(Engine, FailuresOfOneJobAttemptWhileASweepRunsMakeOneMoreSweepNotThousands)
 // A timeline note handed to the engine just before it is stopped (a step failed as the daemon got
 // SIGTERM) is recorded, not dropped with the stop.
 TEST(Engine, ANoteHandedOverJustBeforeTheStopIsStillRecorded) {
-  ar::test::TempDir dir;
-  UnusedSlurm slurm;
-  Journal journal(dir / "journal.json");
-  Timeline timeline(dir / "timeline.json");
-  Responder responder("n1", PolicyConfig{}, slurm, journal, timeline);
+  EngineParts parts;
   auto check = std::make_shared<GatedCheck>();
-  Engine engine({check}, responder, 10s);
+  Engine engine({check}, parts.responder, 10s);
   engine.start();
   engine.request_sweep("periodic", {});
   check->wait_for_runs(1);  // the engine is busy: the note and the stop both wait for it
@@ -111,11 +113,12 @@ TEST(Engine, ANoteHandedOverJustBeforeTheStopIsStillRecorded) {
   std::this_thread::sleep_for(100ms);  // the stop is asked for before the sweep ends
   check->let_go();
   stopper.join();
-  EXPECT_TRUE(timeline.has_event(7, "step failed"));
+  EXPECT_TRUE(parts.timeline.has_event(7, "step failed"));
 }
 
 namespace {
-// A check that hangs in its first run until let go, then passes; it counts its runs.
+// A check that passes at once, counts its runs, and records whether it was started and what it
+// took over from.
 class NamedCheck : public Check {
  public:
   explicit NamedCheck(std::string name) : name_(std::move(name)) {}
@@ -145,14 +148,10 @@ std::uint64_t wait_for_sweep(Engine& engine, std::uint64_t seq) {
 // A reload's new checks: started and fed from their old namesakes on the engine thread; a check
 // still hung in an earlier sweep keeps its guard, so its new namesake does not run beside it.
 TEST(Engine, ReplacedChecksTakeOverFromTheOldOnesAndAHungOneKeepsItsGuard) {
-  ar::test::TempDir dir;
-  UnusedSlurm slurm;
-  Journal journal(dir / "journal.json");
-  Timeline timeline(dir / "timeline.json");
-  Responder responder("n1", PolicyConfig{}, slurm, journal, timeline);
+  EngineParts parts;
   auto gated = std::make_shared<GatedCheck>();
   auto plain = std::make_shared<NamedCheck>("plain");
-  Engine engine({gated, plain}, responder, 200ms);
+  Engine engine({gated, plain}, parts.responder, 200ms);
   engine.start();
   auto seq = engine.request_sweep("periodic", {});
   gated->wait_for_runs(1);
