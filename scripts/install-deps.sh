@@ -13,6 +13,9 @@ packages=(
   libsystemd-dev libcurl4-openssl-dev libasio-dev
   # linear-time regular expressions for kernel-log rules (see README "Dependencies")
   libre2-dev
+  # the Prometheus endpoint and textfile (healthd/telemetry/metrics.cpp), and promtool to check what
+  # it serves and the packaged alert rules (the `prometheus` package is the one that ships promtool)
+  prometheus-cpp-dev prometheus
   # tests
   googletest libgtest-dev libgmock-dev bats procps python3
   # man pages from one Markdown source each (docs/man/), and `man` to read them
@@ -43,6 +46,6 @@ $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 # The Debian packages enable and try to start system-wide munge/slurm services; the project runs its
 # own instances under a temp dir, so stop any that a package start-up left running (no systemd here is fine).
-for svc in slurmctld slurmd munge; do
+for svc in slurmctld slurmd munge prometheus; do
   $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done

@@ -122,19 +122,29 @@ SlurmApiClient::SlurmApiClient(std::string scontrol, std::chrono::milliseconds t
   (void)caller_.run<bool>("initialise libslurm", [] { return !init_libslurm().has_value(); });
 }
 
+void SlurmApiClient::observe(std::string_view call, std::chrono::steady_clock::time_point started, bool answered) const {
+  if (observer_) observer_(call, std::chrono::steady_clock::now() - started, answered);
+}
+
 template <class T>
-SlurmResult<T> SlurmApiClient::call(const std::string& what, std::function<SlurmResult<T>()> fn) {
+SlurmResult<T> SlurmApiClient::call(std::string_view name, const std::string& what, std::function<SlurmResult<T>()> fn) {
+  const auto started = std::chrono::steady_clock::now();
   auto r = caller_.run<SlurmResult<T>>(what, [fn = std::move(fn), what]() -> SlurmResult<T> {
     if (auto missing = init_libslurm()) return std::unexpected(SlurmError(missing->kind, what + ": " + missing->message));
     return fn();
   });
-  if (!r) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, r.error()));
+  if (!r) {
+    observe(name, started, false);
+    return std::unexpected(SlurmError(SlurmError::Kind::not_answering, r.error()));
+  }
+  // An error answer is an answer; "not answering" (no slurmctld, a communication error) is not.
+  observe(name, started, r->has_value() || r->error().kind != SlurmError::Kind::not_answering);
   return std::move(*r);
 }
 
 SlurmResult<NodeInfo> SlurmApiClient::node(const std::string& name) {
   const std::string what = "load node " + name;
-  return call<NodeInfo>(what, [name, what]() -> SlurmResult<NodeInfo> {
+  return call<NodeInfo>("load_node", what, [name, what]() -> SlurmResult<NodeInfo> {
     NodeTable t;
     if (slurm_load_node_single(&t.nodes, c_str(name), SHOW_ALL) != SLURM_SUCCESS)
       return std::unexpected(slurm_error(what, last_error()));
@@ -148,7 +158,7 @@ SlurmResult<NodeInfo> SlurmApiClient::node(const std::string& name) {
 
 SlurmResult<std::vector<NodeInfo>> SlurmApiClient::partition_nodes(const std::string& partition) {
   const std::string what = "load the nodes of partition " + partition;
-  return call<std::vector<NodeInfo>>(what, [partition, what]() -> SlurmResult<std::vector<NodeInfo>> {
+  return call<std::vector<NodeInfo>>("load_nodes", what, [partition, what]() -> SlurmResult<std::vector<NodeInfo>> {
     NodeTable t;
     if (slurm_load_node(0, &t.nodes, SHOW_ALL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
     if (auto p = load_partitions_into(t, what); !p) return std::unexpected(p.error());
@@ -168,7 +178,7 @@ SlurmResult<std::vector<NodeInfo>> SlurmApiClient::partition_nodes(const std::st
 
 SlurmResult<JobInfo> SlurmApiClient::job(std::uint32_t job_id) {
   const std::string what = "load job " + std::to_string(job_id);
-  return call<JobInfo>(what, [job_id, what]() -> SlurmResult<JobInfo> {
+  return call<JobInfo>("load_job", what, [job_id, what]() -> SlurmResult<JobInfo> {
     job_info_msg_t* msg = nullptr;
     if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
     SlurmResult<JobInfo> r = std::unexpected(SlurmError(SlurmError::Kind::gone, what + ": no such job", ESLURM_INVALID_JOB_ID));
@@ -202,23 +212,26 @@ SlurmResult<void> update_node(const std::string& what, const std::string& node, 
 
 SlurmResult<void> SlurmApiClient::drain(const std::string& node, const std::string& reason) {
   const std::string what = "drain node " + node;
-  return call<void>(what, [=] { return update_node(what, node, NODE_STATE_DRAIN, &reason); });
+  return call<void>("update_node", what, [=] { return update_node(what, node, NODE_STATE_DRAIN, &reason); });
 }
 
 SlurmResult<void> SlurmApiClient::resume(const std::string& node) {
   const std::string what = "resume node " + node;
-  return call<void>(what, [=] { return update_node(what, node, NODE_RESUME, nullptr); });
+  return call<void>("update_node", what, [=] { return update_node(what, node, NODE_RESUME, nullptr); });
 }
 
 SlurmResult<void> SlurmApiClient::set_reason(const std::string& node, const std::string& reason) {
   const std::string what = "set the reason of node " + node;
-  return call<void>(what, [=] { return update_node(what, node, NO_VAL, &reason); });
+  return call<void>("update_node", what, [=] { return update_node(what, node, NO_VAL, &reason); });
 }
 
 SlurmResult<void> SlurmApiClient::reboot(const std::string& node, const std::string& reason) {
   // No reboot call in libslurm 22.05 (see the header): scontrol, whose exit status is all that is read.
   const std::string what = "scontrol reboot ASAP nextstate=RESUME " + node;
+  const auto started = std::chrono::steady_clock::now();
   auto r = run_process({scontrol_, "reboot", "ASAP", "nextstate=RESUME", "reason=" + reason, node}, timeout_);
+  // scontrol's exit status says no more than that it ran to its end: counted as an answer.
+  observe("reboot", started, r && !r->timed_out);
   if (!r) return std::unexpected(SlurmError(what + ": " + r.error()));
   if (r->timed_out)
     return std::unexpected(SlurmError(SlurmError::Kind::not_answering,
@@ -233,12 +246,12 @@ SlurmResult<void> SlurmApiClient::reboot(const std::string& node, const std::str
 
 SlurmResult<void> SlurmApiClient::requeue(std::uint32_t job_id) {
   const std::string what = "requeue job " + std::to_string(job_id);
-  return call<void>(what, [=] { return checked(what, slurm_requeue(job_id, 0)); });
+  return call<void>("requeue", what, [=] { return checked(what, slurm_requeue(job_id, 0)); });
 }
 
 SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpdate& u) {
   const std::string what = "update job " + std::to_string(job_id);
-  return call<void>(what, [=] {
+  return call<void>("update_job", what, [=] {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     d.job_id = job_id;
@@ -253,7 +266,7 @@ SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpda
 
 SlurmResult<void> SlurmApiClient::cancel(std::uint32_t job_id) {
   const std::string what = "cancel job " + std::to_string(job_id);
-  return call<void>(what, [=] { return checked(what, slurm_kill_job(job_id, SIGKILL, 0)); });
+  return call<void>("kill_job", what, [=] { return checked(what, slurm_kill_job(job_id, SIGKILL, 0)); });
 }
 
 SlurmResult<void> SlurmApiClient::signal_job(std::uint32_t job_id, const std::string& signal) {
@@ -262,7 +275,7 @@ SlurmResult<void> SlurmApiClient::signal_job(std::uint32_t job_id, const std::st
   if (sig == 0) return std::unexpected(SlurmError(what + ": not a signal healthd sends"));
   // The steps' tasks, then the batch shell alone: every process of the job sees it once. (Signalling
   // the batch shell's whole tree would reach srun too, which forwards it: the tasks would get it twice.)
-  return call<void>(what, [=]() -> SlurmResult<void> {
+  return call<void>("signal_job", what, [=]() -> SlurmResult<void> {
     if (auto r = checked(what + " (steps)", slurm_kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_STEPS_ONLY)); !r)
       return r;
     return checked(what + " (batch script)", slurm_kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_JOB_BATCH));

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "bounded_call.hpp"
 #include "slurm_client.hpp"
@@ -37,14 +39,25 @@ class SlurmApiClient : public SlurmClient {
   SlurmResult<void> cancel(std::uint32_t job_id) override;
   SlurmResult<void> signal_job(std::uint32_t job_id, const std::string& signal) override;
 
+  // Hears of every call to Slurm, once it is over, on the caller's thread (the metrics' latency):
+  // the call's name ("load_node", "load_nodes", "load_job", "update_node", "reboot", "requeue",
+  // "update_job", "kill_job", "signal_job"), how long the caller waited (up to the deadline), and
+  // whether Slurm answered (an error answer counts as answered; a deadline passed or no slurmctld
+  // to reach does not). Set before the first call; it must not block.
+  using CallObserver = std::function<void(std::string_view call, std::chrono::duration<double> took, bool answered)>;
+  void set_call_observer(CallObserver observer) { observer_ = std::move(observer); }
+
  private:
-  // Runs fn on the worker (libslurm initialised there first), bounded by the deadline.
+  // Runs fn on the worker (libslurm initialised there first), bounded by the deadline, and tells the
+  // observer about it as `name`.
   template <class T>
-  SlurmResult<T> call(const std::string& what, std::function<SlurmResult<T>()> fn);
+  SlurmResult<T> call(std::string_view name, const std::string& what, std::function<SlurmResult<T>()> fn);
+  void observe(std::string_view call, std::chrono::steady_clock::time_point started, bool answered) const;
 
   std::string scontrol_;
   std::chrono::milliseconds timeout_;
   BoundedCaller caller_;
+  CallObserver observer_;
 };
 
 }  // namespace ar::healthd

@@ -37,6 +37,8 @@ std::string default_node_name() {
   return name.substr(0, name.find('.'));
 }
 
+std::string config_text(NoticeKind k) { return toml_quote(to_string(k)); }
+
 // How config_text shows [policy] requeue_priority (found by argument-dependent lookup).
 static std::string config_text(RequeuePriority p) { return toml_quote(p == RequeuePriority::top ? "top" : "keep"); }
 
@@ -168,8 +170,90 @@ const KeyTable<ServerLimits>& server_keys() {
   return keys;
 }
 
+// "HOST:PORT": HOST an IPv4 address or "localhost", PORT 1-65535. Debian's prometheus-cpp
+// (civetweb) has no IPv6, and parses a bad address such as 999.1.1.1 into another one without an
+// error, so the address is checked here, where the admin is told.
+Parsed<std::string> read_listen_address(const toml::node& n) {
+  auto v = n.is_string() ? *n.value<std::string>() : std::string("\x01");
+  if (v.empty()) return v;
+  const std::string what = "must be \"IPV4:PORT\" or \"localhost:PORT\" (\"127.0.0.1:9464\"), or \"\" for none";
+  auto number = [](const std::string& s, int max) {
+    if (s.empty() || s.size() > 5 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
+      return -1;
+    const int value = std::stoi(s);
+    return value <= max ? value : -1;
+  };
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos) return std::unexpected(what);
+  const std::string host = v.substr(0, colon), port = v.substr(colon + 1);
+  if (number(port, 65535) < 1) return std::unexpected(what);
+  if (host == "localhost") return v;
+  int parts = 0;
+  for (std::size_t start = 0;; ++parts) {
+    auto dot = host.find('.', start);
+    if (number(host.substr(start, dot == std::string::npos ? std::string::npos : dot - start), 255) < 0)
+      return std::unexpected(what);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (parts != 3) return std::unexpected(what);
+  return v;
+}
+
+Parsed<std::filesystem::path> read_optional_abs_path(const toml::node& n) {
+  if (n.is_string() && n.value<std::string>()->empty()) return std::filesystem::path();
+  return read_abs_path(n);
+}
+
+// A webhook URL: http(s), and no byte that could split a header or a log line.
+Parsed<std::string> read_webhook_url(const toml::node& n) {
+  if (n.is_string() && n.value<std::string>()->empty()) return std::string();
+  auto v = read_url(n);
+  if (!v) return v;
+  for (unsigned char c : *v)
+    if (c <= 0x20 || c >= 0x7f) return std::unexpected(std::string("must not contain spaces, control or non-ASCII bytes"));
+  return v;
+}
+
+Parsed<std::vector<NoticeKind>> read_notice_kinds(const toml::node& n) {
+  std::string names;
+  for (auto k : all_notice_kinds()) names += (names.empty() ? "" : ", ") + std::string(to_string(k));
+  const auto* arr = n.as_array();
+  if (arr == nullptr) return std::unexpected("must be an array of " + names);
+  std::vector<NoticeKind> out;
+  for (const auto& item : *arr) {
+    auto k = item.is_string() ? notice_kind_from_string(*item.value<std::string>()) : std::nullopt;
+    if (!k) return std::unexpected("must be an array of " + names);
+    if (std::find(out.begin(), out.end(), *k) == out.end()) out.push_back(*k);
+  }
+  return out;
+}
+
+const KeyTable<MetricsConfig>& metrics_keys() {
+  static const auto keys = KeyTable<MetricsConfig>()
+                               .field("listen", &MetricsConfig::listen, read_listen_address)
+                               .field("textfile", &MetricsConfig::textfile, read_optional_abs_path)
+                               .field("textfile_interval_s", &MetricsConfig::textfile_interval, seconds_in(1, 3600));
+  return keys;
+}
+
+const KeyTable<NotifyConfig>& notify_keys() {
+  static const auto keys = KeyTable<NotifyConfig>()
+                               .field("webhook_url", &NotifyConfig::webhook_url, read_webhook_url,
+                                      // a Slack hook's URL is its secret: --check-config shows that one is set
+                                      [](const std::string& url) { return url.empty() ? toml_quote(url) : std::string("\"(secret)\""); })
+                               .field("webhook_url_file", &NotifyConfig::webhook_url_file, read_optional_abs_path)
+                               .field("on", &NotifyConfig::on, read_notice_kinds)
+                               .field("timeout_ms", &NotifyConfig::timeout, millis_in(100, 600000))
+                               .field("attempts", &NotifyConfig::attempts, uint_in(1, 100))
+                               .field("max_backoff_s", &NotifyConfig::max_backoff, seconds_in(1, 24 * 3600))
+                               .field("queue_size", &NotifyConfig::queue_size, uint_in(1, 100000))
+                               .field("action_failing_after", &NotifyConfig::action_failing_after, uint_in(1, 1000));
+  return keys;
+}
+
 const std::vector<std::string>& core_sections() {
-  static const std::vector<std::string> names = {"checks", "daemon", "policy", "server", "slurm"};
+  static const std::vector<std::string> names = {"checks", "daemon", "metrics", "notify", "policy", "server", "slurm"};
   return names;
 }
 
@@ -247,6 +331,8 @@ Parsed<Config> read_config(const toml::table& root, const std::string& source, s
     else if (name == "policy") r = policy_keys().read(value, name, source, config.policy);
     else if (name == "slurm") r = slurm_keys().read(value, name, source, config.slurm);
     else if (name == "server") r = server_keys().read(value, name, source, config.server);
+    else if (name == "metrics") r = metrics_keys().read(value, name, source, config.metrics);
+    else if (name == "notify") r = notify_keys().read(value, name, source, config.notify);
     else if (name != "checks")
       r = std::unexpected(where(source, key.source()) + ": unknown section [" + name + "]" + did_you_mean(name, core_sections()));
     if (!r) return std::unexpected(r.error());
@@ -256,6 +342,8 @@ Parsed<Config> read_config(const toml::table& root, const std::string& source, s
     return std::unexpected(source + ": [server] root_reserved (" + std::to_string(config.server.root_reserved) +
                            ") must be less than max_connections (" + std::to_string(config.server.max_connections) +
                            "), or users could never connect");
+  if (!config.notify.webhook_url.empty() && !config.notify.webhook_url_file.empty())
+    return std::unexpected(source + ": [notify] sets both webhook_url and webhook_url_file; set one");
   if (config.node_name.empty()) config.node_name = default_node_name();
   return config;
 }
@@ -402,6 +490,8 @@ std::vector<ConfigValue> describe_config(const Config& config, std::span<const C
   add("policy", policy_keys().show(config.policy));
   add("slurm", slurm_keys().show(config.slurm));
   add("server", server_keys().show(config.server));
+  add("metrics", metrics_keys().show(config.metrics));
+  add("notify", notify_keys().show(config.notify));
   for (const auto& section : sections)
     if (const auto* settings = config.checks.find(section.name); settings != nullptr && section.describe)
       add("checks." + section.name, section.describe(*settings));

@@ -18,6 +18,7 @@
 
 #include "actions/action.hpp"
 #include "config/check_settings.hpp"
+#include "config/telemetry_config.hpp"
 #include "server/limits.hpp"
 
 namespace ar::healthd {
@@ -118,6 +119,8 @@ struct Config {
   PolicyConfig policy;        // [policy]
   SlurmConfig slurm;          // [slurm]
   ServerLimits server;        // [server]
+  MetricsConfig metrics;      // [metrics]
+  NotifyConfig notify;        // [notify]
   CheckSettingsMap checks;    // [checks.NAME], by NAME: each check's own settings
 
   // The files read, in order: the config file, then its drop-ins (FILE.d/*.toml, by name).

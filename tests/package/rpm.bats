@@ -56,7 +56,7 @@ rpm_q() { rpm -qp --nosignature "$@" "$RPM" 2>/dev/null; }
   [ "$status" -eq 0 ]
   local dirs
   dirs=$(awk '$5 ~ /^040/ { print $1 }' <<<"$output" | sort)
-  [ "$dirs" = "$(printf '%s\n' /etc/healthd /usr/lib/slurm /usr/share/doc/slurm-auto-resume)" ] || {
+  [ "$dirs" = "$(printf '%s\n' /etc/healthd /usr/lib/slurm /usr/share/doc/slurm-auto-resume /usr/share/slurm-auto-resume)" ] || {
     echo "directories the rpm owns:"; echo "$dirs"; return 1
   }
 }

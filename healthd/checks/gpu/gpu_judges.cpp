@@ -1,6 +1,7 @@
 #include "gpu_judges.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "collectors/nvml/nvml_api.hpp"
 
@@ -29,7 +30,10 @@ Finding finding(Action action, std::string code, std::string message) {
   return f;
 }
 
-// Collects findings and per-GPU detail for one area and turns them into its result.
+// Collects findings and per-GPU detail for one area and turns them into its result. A finding about
+// one GPU is added with that GPU, so its figures carry its own verdict ("status", and "code" and
+// "message" when not ok): the GPU inventory (gpu_inventory.hpp) and the metrics read each GPU's
+// health there instead of guessing it from the result's message.
 class Verdict {
  public:
   explicit Verdict(std::string check) { r_.check = std::move(check); }
@@ -37,15 +41,31 @@ class Verdict {
     if (f.status != Status::ok) ++problems_;
     if (!worst_ || severity(f) > severity(*worst_)) worst_ = f;
   }
+  void add(const GpuSnapshot& g, const Finding& f) {
+    add(f);
+    auto& worst = worst_of_gpu_[g.index];
+    if (f.status != Status::ok && (!worst || severity(f) > severity(*worst))) worst = f;
+  }
   void gpu(const GpuSnapshot& g, nlohmann::json figures) {
     figures["index"] = g.index;
     figures["bus_id"] = g.bus_id;
     figures["uuid"] = g.uuid;
+    figures["name"] = g.name;
     gpus_.push_back(std::move(figures));
   }
   void not_checked(std::string why) { not_checked_ = std::move(why); }
   CheckResult result(std::string ok_message) {
     r_.at = std::chrono::system_clock::now();
+    for (auto& figures : gpus_) {
+      // Findings may come before the GPU's figures (NVLink): matched by index, not by order.
+      auto it = worst_of_gpu_.find(figures["index"].get<unsigned>());
+      const Finding* worst = it != worst_of_gpu_.end() && it->second ? &*it->second : nullptr;
+      figures["status"] = to_string(worst ? worst->status : Status::ok);
+      if (worst) {
+        figures["code"] = worst->code;
+        figures["message"] = worst->message;
+      }
+    }
     r_.detail = {{"gpus", gpus_}};
     if (worst_ && worst_->status != Status::ok) {
       r_.status = worst_->status;
@@ -65,6 +85,7 @@ class Verdict {
  private:
   CheckResult r_;
   std::optional<Finding> worst_;
+  std::map<unsigned, std::optional<Finding>> worst_of_gpu_;  // by GPU index
   int problems_ = 0;
   nlohmann::json gpus_ = nlohmann::json::array();
   std::string not_checked_;
@@ -108,6 +129,7 @@ CheckResult judge_gpu_nvml(const GpuFleetSnapshot& fleet) {
   if (!fleet.nvml_loaded) {
     r.message = "not applicable: NVML not available (" + fleet.load_error + ")";
     r.detail["applicable"] = false;
+    r.applicable = false;
     return r;
   }
   if (!fleet.load_error.empty()) {
@@ -139,9 +161,9 @@ CheckResult judge_gpu_count(const GpuFleetSnapshot& fleet, const GpuThresholds& 
     v.add(finding(Action::drain, "GPU-COUNT",
                   std::to_string(seen) + " of " + std::to_string(t.expected_count) + " GPUs visible to NVML"));
   for (const auto& g : fleet.gpus) {
-    v.gpu(g, {{"name", g.name}, {"lost", opt(g.lost)}});
+    v.gpu(g, {{"lost", opt(g.lost)}});
     // A GPU NVML calls lost has fallen off the bus: only a reboot brings it back.
-    if (g.lost) v.add(finding(Action::reboot, "GPU-LOST", gpu_label(g) + " is lost: " + *g.lost));
+    if (g.lost) v.add(g, finding(Action::reboot, "GPU-LOST", gpu_label(g) + " is lost: " + *g.lost));
   }
   return v.result(std::to_string(seen) + " GPU(s)" +
                   (t.expected_count ? " of " + std::to_string(t.expected_count) + " expected" : ""));
@@ -165,18 +187,18 @@ CheckResult judge_gpu_memory(const GpuFleetSnapshot& fleet, const GpuThresholds&
     // NVIDIA's memory error recovery: a failed remap means replace the board; a pending remap or page
     // retirement is finished by a GPU reset; uncorrected errors since the last reset need one too.
     if (g.row_remap && g.row_remap->failure)
-      v.add(finding(t.memory_action, "GPU-ROW-REMAP-FAILED", who + ": row remapping failed (replace the GPU)"));
+      v.add(g, finding(t.memory_action, "GPU-ROW-REMAP-FAILED", who + ": row remapping failed (replace the GPU)"));
     if (g.row_remap && g.row_remap->pending)
-      v.add(finding(t.memory_action, "GPU-ROW-REMAP-PENDING", who + ": a row remap is pending (reset the GPU)"));
+      v.add(g, finding(t.memory_action, "GPU-ROW-REMAP-PENDING", who + ": a row remap is pending (reset the GPU)"));
     if (g.retired_pages_pending && *g.retired_pages_pending)
-      v.add(finding(t.memory_action, "GPU-PAGE-RETIREMENT-PENDING", who + ": page retirement pending (reset the GPU)"));
+      v.add(g, finding(t.memory_action, "GPU-PAGE-RETIREMENT-PENDING", who + ": page retirement pending (reset the GPU)"));
     if (g.ecc_uncorrected_volatile && *g.ecc_uncorrected_volatile > t.ecc_uncorrected_max)
-      v.add(finding(t.memory_action, "GPU-ECC-UNCORRECTED",
+      v.add(g, finding(t.memory_action, "GPU-ECC-UNCORRECTED",
                     who + ": " + std::to_string(*g.ecc_uncorrected_volatile) +
                         " uncorrected ECC errors since the last reset (reset the GPU)"));
     const unsigned retired = g.retired_pages_sbe.value_or(0) + g.retired_pages_dbe.value_or(0);
     if (retired > t.retired_pages_max)
-      v.add(finding(t.memory_action, "GPU-RETIRED-PAGES",
+      v.add(g, finding(t.memory_action, "GPU-RETIRED-PAGES",
                     who + ": " + std::to_string(retired) + " retired pages (more than " +
                         std::to_string(t.retired_pages_max) + "; replace the GPU)"));
   }
@@ -198,7 +220,7 @@ CheckResult judge_gpu_clocks(const GpuFleetSnapshot& fleet, const GpuThresholds&
     if (r & nvmlClocksThrottleReasonHwSlowdown) why += "hardware slowdown, ";
     if (r & nvmlClocksEventReasonSwThermalSlowdown) why += "software thermal slowdown, ";
     if (!why.empty())
-      v.add(finding(t.clock_slowdown_action, "GPU-CLOCK-SLOWDOWN", gpu_label(g) + ": " + why.substr(0, why.size() - 2)));
+      v.add(g, finding(t.clock_slowdown_action, "GPU-CLOCK-SLOWDOWN", gpu_label(g) + ": " + why.substr(0, why.size() - 2)));
   }
   if (!any && !fleet.gpus.empty()) v.not_checked(missing_for(fleet, "clock slowdown"));
   return v.result("no clock slowdown");
@@ -213,7 +235,7 @@ CheckResult judge_gpu_pcie(const GpuFleetSnapshot& fleet, const GpuThresholds& t
     if (g.pcie_width && g.pcie_max_width) {
       any = true;
       if (*g.pcie_width < *g.pcie_max_width)
-        v.add(finding(t.pcie_width_action, "GPU-PCIE-WIDTH",
+        v.add(g, finding(t.pcie_width_action, "GPU-PCIE-WIDTH",
                       gpu_label(g) + ": PCIe link x" + std::to_string(*g.pcie_width) + " of x" +
                           std::to_string(*g.pcie_max_width)));
     }
@@ -222,7 +244,7 @@ CheckResult judge_gpu_pcie(const GpuFleetSnapshot& fleet, const GpuThresholds& t
     if (g.pcie_gen && g.pcie_max_gen) {
       any = true;
       if (*g.pcie_gen < *g.pcie_max_gen && !idle)
-        v.add(finding(t.pcie_gen_action, "GPU-PCIE-GEN",
+        v.add(g, finding(t.pcie_gen_action, "GPU-PCIE-GEN",
                       gpu_label(g) + ": PCIe link gen " + std::to_string(*g.pcie_gen) + " of gen " +
                           std::to_string(*g.pcie_max_gen) + " while busy"));
     }
@@ -256,7 +278,7 @@ CheckResult judge_gpu_nvlink(const GpuFleetSnapshot& fleet, const GpuFleetSnapsh
       // Without an expected count, a link once seen active must stay so.
       if (!l.active && t.nvlink_expected_links == 0 && lb && lb->active) down += std::to_string(l.index) + " ";
       if (rise > t.nvlink_error_rise_max)
-        v.add(finding(t.nvlink_error_action, "GPU-NVLINK-ERRORS",
+        v.add(g, finding(t.nvlink_error_action, "GPU-NVLINK-ERRORS",
                       gpu_label(g) + ": NVLink " + std::to_string(l.index) + " errors rose by " + std::to_string(rise) +
                           " since the last check"));
     }
@@ -264,11 +286,11 @@ CheckResult judge_gpu_nvlink(const GpuFleetSnapshot& fleet, const GpuFleetSnapsh
     if (!g.nvlink_supported) continue;
     any = true;
     if (t.nvlink_expected_links > 0 && active < t.nvlink_expected_links)
-      v.add(finding(t.nvlink_down_action, "GPU-NVLINK-DOWN",
+      v.add(g, finding(t.nvlink_down_action, "GPU-NVLINK-DOWN",
                     gpu_label(g) + ": " + std::to_string(active) + " of " + std::to_string(t.nvlink_expected_links) +
                         " NVLinks active"));
     else if (!down.empty())
-      v.add(finding(t.nvlink_down_action, "GPU-NVLINK-DOWN", gpu_label(g) + ": NVLink " + down + "went inactive"));
+      v.add(g, finding(t.nvlink_down_action, "GPU-NVLINK-DOWN", gpu_label(g) + ": NVLink " + down + "went inactive"));
   }
   if (!any && !fleet.gpus.empty()) v.not_checked("no NVLink on these GPUs");
   return v.result("NVLinks active, errors steady");
@@ -285,19 +307,19 @@ CheckResult judge_gpu_recovery(const GpuFleetSnapshot& fleet) {
     switch (*g.recovery_action) {
       case NVML_GPU_RECOVERY_ACTION_NONE: break;
       case NVML_GPU_RECOVERY_ACTION_GPU_RESET:
-        v.add(finding(Action::drain, "GPU-RECOVERY-RESET", gpu_label(g) + ": the driver asks for a GPU reset"));
+        v.add(g, finding(Action::drain, "GPU-RECOVERY-RESET", gpu_label(g) + ": the driver asks for a GPU reset"));
         break;
       case NVML_GPU_RECOVERY_ACTION_NODE_REBOOT:
-        v.add(finding(Action::reboot, "GPU-RECOVERY-REBOOT", gpu_label(g) + ": the driver asks for a node reboot"));
+        v.add(g, finding(Action::reboot, "GPU-RECOVERY-REBOOT", gpu_label(g) + ": the driver asks for a node reboot"));
         break;
       case NVML_GPU_RECOVERY_ACTION_DRAIN_P2P:
-        v.add(finding(Action::drain, "GPU-RECOVERY-DRAIN-P2P", gpu_label(g) + ": the driver asks to drain peer-to-peer work"));
+        v.add(g, finding(Action::drain, "GPU-RECOVERY-DRAIN-P2P", gpu_label(g) + ": the driver asks to drain peer-to-peer work"));
         break;
       case NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET:
-        v.add(finding(Action::drain, "GPU-RECOVERY-DRAIN-AND-RESET", gpu_label(g) + ": the driver asks to drain and reset the GPU"));
+        v.add(g, finding(Action::drain, "GPU-RECOVERY-DRAIN-AND-RESET", gpu_label(g) + ": the driver asks to drain and reset the GPU"));
         break;
       default:
-        v.add(finding(Action::drain, "GPU-RECOVERY-UNKNOWN",
+        v.add(g, finding(Action::drain, "GPU-RECOVERY-UNKNOWN",
                       gpu_label(g) + ": unknown recovery action " + std::to_string(*g.recovery_action)));
     }
   }
@@ -315,7 +337,7 @@ CheckResult judge_gpu_temperature(const GpuFleetSnapshot& fleet, const GpuThresh
     any = true;
     hottest = std::max(hottest, *g.temperature_c);
     if (*g.temperature_c >= t.temperature_max_c)
-      v.add(finding(t.temperature_action, "GPU-TEMPERATURE",
+      v.add(g, finding(t.temperature_action, "GPU-TEMPERATURE",
                     gpu_label(g) + ": " + std::to_string(*g.temperature_c) + " C (limit " +
                         std::to_string(t.temperature_max_c) + " C)"));
   }
@@ -329,11 +351,11 @@ CheckResult judge_gpu_power(const GpuFleetSnapshot& fleet, const GpuThresholds& 
     v.gpu(g, {{"power_mw", opt(g.power_mw)}, {"power_limit_mw", opt(g.power_limit_mw)},
               {"persistence_mode", opt(g.persistence_mode)}});
     if (t.persistence_required && g.persistence_mode && !*g.persistence_mode)
-      v.add(finding(Action::warn, "GPU-PERSISTENCE-OFF", gpu_label(g) + ": persistence mode is off"));
+      v.add(g, finding(Action::warn, "GPU-PERSISTENCE-OFF", gpu_label(g) + ": persistence mode is off"));
     // Drawing well past the enforced limit means the power capping itself misbehaves.
     if (t.power_check && g.power_mw && g.power_limit_mw && *g.power_limit_mw > 0 &&
         *g.power_mw > *g.power_limit_mw + *g.power_limit_mw / 10)
-      v.add(finding(Action::warn, "GPU-POWER",
+      v.add(g, finding(Action::warn, "GPU-POWER",
                     gpu_label(g) + ": drawing " + std::to_string(*g.power_mw / 1000) + " W over its " +
                         std::to_string(*g.power_limit_mw / 1000) + " W limit"));
   }

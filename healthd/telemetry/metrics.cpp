@@ -1,0 +1,503 @@
+#include "telemetry/metrics.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+
+#include "checks/gpu/gpu_inventory.hpp"
+#include "telemetry/metrics_series.hpp"
+#include "telemetry/metrics_textfile.hpp"
+
+namespace ar::healthd {
+namespace {
+
+using json = nlohmann::json;
+using prometheus::Counter;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::Labels;
+
+// A Slurm call takes a few ms when slurmctld is well and up to [slurm] timeout_s when it is not.
+const Histogram::BucketBoundaries kSlurmBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                   0.25,  0.5,    1,     2.5,  5,     10,   30};
+// A sweep is bounded by check_deadline_s (10 s by default), a DCGM diagnostic longer.
+const Histogram::BucketBoundaries kSweepBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+
+const std::vector<std::string> kStatuses = {"ok", "warn", "fault", "error"};
+
+// healthd_gpu_health's values (docs/metrics.md): as CheckResult's Status, in its order.
+double health_value(const std::string& status) {
+  auto it = std::find(kStatuses.begin(), kStatuses.end(), status);
+  return it == kStatuses.end() ? 3 : static_cast<double>(it - kStatuses.begin());
+}
+
+// Which status of several results of one check (one per mount) the check shows: a fault first, then a
+// check that could not look, then a warning.
+int rank(const std::string& status) {
+  if (status == "fault") return 3;
+  if (status == "error") return 2;
+  if (status == "warn") return 1;
+  return 0;
+}
+
+// The engine's status is our own, but read as data: a field of another type is taken as absent.
+std::string string_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+bool flag_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+double number_at(const json& j, const char* key, double otherwise = 0) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : otherwise;
+}
+const json& member(const json& j, const char* key) {
+  static const json kNull;
+  auto it = j.find(key);
+  return it != j.end() ? *it : kNull;
+}
+// The results of one check (most have one; the storage check one per mount).
+void results_of(const json& checks, const std::string& name, std::vector<const json*>& out) {
+  out.clear();
+  if (checks.is_array())
+    for (const auto& r : checks)
+      if (r.is_object() && string_at(r, "check") == name) out.push_back(&r);
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// [metrics] listen as civetweb is to get it: "A.B.C.D:PORT". civetweb's own parser reads a mistyped
+// "999.1.1.1" as some other address (each number wrapped) and Debian's build has no IPv6, so the
+// address is checked here and handed over in numbers; no name is looked up (no DNS wait at start).
+std::expected<std::string, std::string> endpoint_address(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  const std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  const std::string port = colon == std::string::npos ? std::string() : listen.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+      std::stoul(port) > 65535)
+    return std::unexpected(std::string("must be \"HOST:PORT\" with a port number"));
+  in_addr address{};
+  if (inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &address) != 1)
+    return std::unexpected("the endpoint takes an IPv4 address (\"127.0.0.1\", \"0.0.0.0\" for every address) or "
+                           "localhost, not " + host +
+                           (host.starts_with('[') ? " (the HTTP server of this build, civetweb, has no IPv6)" : ""));
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &address, text, sizeof text);
+  return std::string(text) + ":" + std::to_string(std::stoul(port));
+}
+
+}  // namespace
+
+struct Metrics::Impl {
+  Impl(std::string node_name, std::string version)
+      : node(label_value(node_name)), started_ms(static_cast<std::int64_t>(now_seconds() * 1000)) {
+    build_info.Add({{"version", label_value(version)}}).Set(1);
+  }
+
+  // Every family of the node's healthd, all in one registry: what /metrics and the textfile show.
+  void observe(const json& health);
+  void observe_node(const json& node_status);
+  void observe_checks(const json& checks);
+  void observe_gpus(const json& checks, const json& inventory);
+  void count_xids(const json& checks);
+  void observe_efa(const json& checks);
+  void observe_neuron(const json& checks);
+  void count_notice(const Notice& n);
+
+  const std::string node;
+  const std::int64_t started_ms;  // XID events older than this were counted by an earlier healthd
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+  // One mutex for the bookkeeping below (which label sets exist, what was counted): short, never
+  // held across I/O. prometheus-cpp locks its own families against a scrape.
+  mutable std::mutex mutex;
+
+  prometheus::Family<Counter>& overflow_family =
+      family_in<Counter>(*registry, "healthd_metrics_label_overflow_total",
+                         "Label sets left out of (gauges) or counted as \"other\" in (counters) a family past its cap, by family.");
+  std::map<std::string, Counter*> overflow_counters;
+  OverflowCounter overflow = [this](const std::string& family) {
+    auto& c = overflow_counters[family];
+    if (c == nullptr) c = &overflow_family.Add({{"family", family}});
+    c->Increment();
+  };
+
+  prometheus::Family<Gauge>& build_info =
+      family_in<Gauge>(*registry, "healthd_build_info", "Always 1; the running healthd's version in its label.");
+
+  // The node's verdict and the responder's state.
+  Gauge& node_faulty =
+      family_in<Gauge>(*registry, "healthd_node_faulty", "1 while healthd judges the node faulty, else 0.").Add({});
+  SnapshotFamily<Gauge> node_fault_info{*registry, "healthd_node_fault_info",
+                                        "1 for the fault code the node is out for; absent while it is healthy.", overflow};
+  Gauge& actions_pending =
+      family_in<Gauge>(*registry, "healthd_actions_pending", "Journal entries (drain, requeue, resume, ...) not yet carried out.")
+          .Add({});
+  Gauge& last_sweep = family_in<Gauge>(*registry, "healthd_last_sweep_timestamp_seconds",
+                                       "When the engine last finished a sweep of its checks (Unix time).")
+                          .Add({});
+  Histogram& sweep_duration =
+      family_in<Histogram>(*registry, "healthd_sweep_duration_seconds", "How long each sweep of the checks took.")
+          .Add({}, kSweepBuckets);
+  std::optional<std::uint64_t> last_sweep_seq;
+
+  // Each check's last result.
+  SnapshotFamily<Gauge> check_status{*registry, "healthd_check_status",
+                                     "1 for each check's current status (ok, warn, fault, error), 0 for the other three.",
+                                     overflow, kMaxSeries * kStatuses.size()};
+  SnapshotFamily<Gauge> check_duration{*registry, "healthd_check_duration_seconds", "How long each check's last run took.",
+                                       overflow};
+  SnapshotFamily<Gauge> check_last_run{*registry, "healthd_check_last_run_timestamp_seconds",
+                                       "When each check last ran (Unix time).", overflow};
+
+  // Per device, with dcgm-exporter's labels on the GPUs.
+  SnapshotFamily<Gauge> gpu_health{*registry, "healthd_gpu_health",
+                                   "Each GPU's health as healthd judges it: 0 ok, 1 warn, 2 fault, 3 error (unknown).",
+                                   overflow};
+  SnapshotFamily<Gauge> gpu_xid_last{*registry, "healthd_gpu_xid_last",
+                                     "The newest XID healthd holds for each GPU (0: none).", overflow};
+  std::set<Labels> last_gpus;  // kept, at 3, while NVML itself fails
+  SnapshotFamily<Gauge> efa_up{*registry, "healthd_efa_device_up", "1 when an EFA port is ACTIVE, else 0.", overflow};
+  SnapshotFamily<Gauge> neuron_healthy{*registry, "healthd_neuron_device_healthy",
+                                       "1 when a Neuron device reports no unhealthy component and no uncorrectable error, else 0.",
+                                       overflow};
+
+  // Counted from the XID check's events, each event once.
+  CappedFamily<Counter> xid_events{*registry, "healthd_xid_events_total", "GPU XID events, by XID number.", overflow};
+  struct XidSeen {
+    std::uint64_t count = 0;
+  };
+  std::map<std::pair<std::uint64_t, std::string>, XidSeen> xids_seen;  // by (xid, GPU address)
+  bool xids_baselined = false;
+
+  // Counted from notices.
+  CappedFamily<Counter> incidents{*registry, "healthd_incidents_total", "Faults that took the node out (new episodes), by code.",
+                                  overflow};
+  CappedFamily<Counter> drains{*registry, "healthd_drains_total",
+                               "Drains healthd made, by code and action (drain, or reboot through Slurm).", overflow};
+  CappedFamily<Counter> requeues{*registry, "healthd_requeues_total", "Auto-resume jobs requeued, by the code of the fault.",
+                                 overflow};
+  Counter& resumes = family_in<Counter>(*registry, "healthd_resumes_total", "Requeued jobs seen running again.").Add({});
+  Counter& resume_caps = family_in<Counter>(*registry, "healthd_resume_caps_reached_total",
+                                            "Jobs whose resume cap was reached: they ended as they would without healthd.")
+                             .Add({});
+  Counter& node_returns =
+      family_in<Counter>(*registry, "healthd_node_returns_total", "Times healthd resumed its own drain: the node back in service.")
+          .Add({});
+  Counter& checkpoint_signals = family_in<Counter>(*registry, "healthd_checkpoint_signals_total",
+                                                   "Auto-resume jobs signalled to checkpoint ahead of an announced fault.")
+                                    .Add({});
+  CappedFamily<Counter> action_failures{*registry, "healthd_action_failures_total",
+                                        "Actions that failed action_failing_after tries in a row (once per action), by kind.",
+                                        overflow};
+  CappedFamily<Counter> admin_actions{*registry, "healthd_admin_actions_total",
+                                      "An admin's drains, resumes and clears through healthctl, by action.", overflow};
+
+  // Counted where they happen.
+  CappedFamily<Histogram> slurm_call_duration{*registry, "healthd_slurm_call_duration_seconds",
+                                              "How long each call to Slurm took, as the caller waited (up to [slurm] timeout_s).",
+                                              overflow};
+  CappedFamily<Counter> slurm_calls{*registry, "healthd_slurm_calls_total",
+                                    "Calls to Slurm, by call and whether slurmctld answered (an error answer counts).", overflow};
+  CappedFamily<Counter> protocol_errors{*registry, "healthd_protocol_errors_total",
+                                        "Messages refused on healthd's socket, by error code.", overflow};
+  CappedFamily<Counter> webhook_deliveries{*registry, "healthd_webhook_deliveries_total",
+                                           "Webhook deliveries, by outcome (sent, failed, dropped, retry).", overflow};
+
+  // The outlets: written only by start() and stop(), on the thread that owns the Metrics.
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<TextfileWriter> writer;
+};
+
+void Metrics::Impl::observe(const json& health) {
+  if (!health.is_object()) return;
+  std::lock_guard lock(mutex);
+  if (auto seq = health.find("sweep_seq"); seq != health.end() && seq->is_number_unsigned()) {
+    // The status is also published between sweeps (after journal work): a sweep is counted once.
+    if (last_sweep_seq != seq->get<std::uint64_t>()) {
+      last_sweep_seq = seq->get<std::uint64_t>();
+      sweep_duration.Observe(number_at(health, "sweep_ms") / 1000);
+      last_sweep.Set(now_seconds());
+    }
+  }
+  if (const auto& n = member(health, "node"); n.is_object()) observe_node(n);
+  if (const auto& checks = member(health, "checks"); checks.is_array()) {
+    observe_checks(checks);
+    // The engine lists the GPUs itself (healthctl shows them); a status without them is read here.
+    const auto& listed = member(health, "gpus");
+    observe_gpus(checks, listed.is_array() ? listed : gpu_inventory_of(checks));
+    count_xids(checks);
+    observe_efa(checks);
+    observe_neuron(checks);
+  }
+}
+
+void Metrics::Impl::observe_node(const json& n) {
+  const bool faulty = flag_at(n, "faulty");
+  node_faulty.Set(faulty ? 1 : 0);
+  node_fault_info.begin();
+  if (const auto code = string_at(n, "fault_code"); faulty && !code.empty()) node_fault_info.set({{"code", label_value(code)}}, 1);
+  node_fault_info.end();
+  actions_pending.Set(number_at(n, "pending_actions"));
+}
+
+void Metrics::Impl::observe_checks(const json& checks) {
+  struct Summary {
+    std::string status = "ok";
+    double duration_s = 0, at_s = 0;
+  };
+  std::map<std::string, Summary> by_check;  // a check of several results (one per mount) is one series
+  for (const auto& r : checks) {
+    if (!r.is_object()) continue;
+    const auto name = string_at(r, "check");
+    if (name.empty()) continue;
+    auto [it, added] = by_check.try_emplace(label_value(name));
+    auto& s = it->second;
+    if (const auto status = string_at(r, "status"); added || rank(status) > rank(s.status))
+      s.status = std::find(kStatuses.begin(), kStatuses.end(), status) != kStatuses.end() ? status : "error";
+    s.duration_s = std::max(s.duration_s, number_at(r, "duration_ms") / 1000);
+    s.at_s = std::max(s.at_s, number_at(r, "at_ms") / 1000);
+  }
+  check_status.begin();
+  check_duration.begin();
+  check_last_run.begin();
+  for (const auto& [name, s] : by_check) {
+    for (const auto& status : kStatuses) check_status.set({{"check", name}, {"status", status}}, status == s.status ? 1 : 0);
+    check_duration.set({{"check", name}}, s.duration_s);
+    check_last_run.set({{"check", name}}, s.at_s);
+  }
+  check_status.end();
+  check_duration.end();
+  check_last_run.end();
+}
+
+void Metrics::Impl::observe_gpus(const json& checks, const json& inventory) {
+  std::vector<const json*> nvml;
+  results_of(checks, "gpu.nvml", nvml);
+  const bool nvml_failing = std::any_of(nvml.begin(), nvml.end(), [](const json* r) {
+    const auto s = string_at(*r, "status");
+    return s == "fault" || s == "error";
+  });
+  gpu_health.begin();
+  gpu_xid_last.begin();
+  if (inventory.empty() && nvml_failing) {
+    // NVML hung or lost its device list: the GPUs are still there, healthd just cannot see them. They
+    // stay on the dashboards as "error" rather than vanish.
+    for (const auto& labels : last_gpus) {
+      gpu_health.set(labels, 3);
+      (void)gpu_xid_last.at(labels);
+    }
+  } else {
+    last_gpus.clear();
+    for (const auto& g : inventory) {
+      if (!g.is_object()) continue;
+      // dcgm-exporter's label names and values (gpu is the index), so the two join.
+      Labels labels = {{"gpu", std::to_string(static_cast<unsigned>(number_at(g, "index")))},
+                       {"UUID", label_value(string_at(g, "uuid"))},
+                       {"pci_bus_id", label_value(string_at(g, "bus_id"))},
+                       {"modelName", label_value(string_at(g, "name"))},
+                       {"Hostname", node}};
+      gpu_health.set(labels, health_value(string_at(g, "health")));
+      const auto& xid = member(g, "xid");
+      gpu_xid_last.set(labels, xid.is_object() ? number_at(xid, "xid") : 0);
+      last_gpus.insert(std::move(labels));
+    }
+  }
+  gpu_health.end();
+  gpu_xid_last.end();
+}
+
+void Metrics::Impl::count_xids(const json& checks) {
+  std::vector<const json*> results;
+  results_of(checks, "gpu_xid", results);
+  if (results.empty()) return;
+  const auto& events = member(member(*results.front(), "detail"), "events");
+  if (!events.is_array()) return;
+  std::map<std::pair<std::uint64_t, std::string>, XidSeen> now;
+  for (const auto& e : events) {
+    if (!e.is_object() || !member(e, "xid").is_number_unsigned()) continue;
+    const auto xid = e["xid"].get<std::uint64_t>();
+    const auto key = std::make_pair(xid, string_at(e, "gpu"));
+    const auto count = static_cast<std::uint64_t>(std::max(0.0, number_at(e, "count")));
+    std::uint64_t fresh = 0;
+    if (auto it = xids_seen.find(key); it != xids_seen.end()) {
+      // Counts only grow while the XID is tracked; a smaller one is a new episode after it expired.
+      fresh = count >= it->second.count ? count - it->second.count : count;
+    } else {
+      // Remembered from before this healthd started (its state file): counted by the one before.
+      const bool older = !xids_baselined && number_at(e, "last_ms") < static_cast<double>(started_ms);
+      fresh = older ? 0 : count;
+    }
+    now[key].count = count;
+    if (fresh > 0) xid_events.at({{"xid", std::to_string(xid)}}).Increment(static_cast<double>(fresh));
+  }
+  xids_seen = std::move(now);
+  xids_baselined = true;
+}
+
+void Metrics::Impl::observe_efa(const json& checks) {
+  std::vector<const json*> results;
+  results_of(checks, "efa.ports", results);
+  efa_up.begin();
+  for (const auto* r : results) {
+    const auto& ports = member(member(*r, "detail"), "ports");
+    if (!ports.is_array()) continue;
+    for (const auto& p : ports) {
+      // A port whose state could not be read is neither up nor down: no series (the check says error).
+      if (!p.is_object() || !string_at(p, "error").empty()) continue;
+      efa_up.set({{"device", label_value(string_at(p, "device"))}, {"port", label_value(string_at(p, "port"))}},
+                 string_at(p, "state") == "ACTIVE" ? 1 : 0);
+    }
+  }
+  efa_up.end();
+}
+
+void Metrics::Impl::observe_neuron(const json& checks) {
+  std::map<std::string, bool> healthy;  // by device
+  std::vector<const json*> results;
+  results_of(checks, "neuron.health", results);
+  for (const auto* r : results) {
+    const auto& devices = member(member(*r, "detail"), "devices");
+    if (!devices.is_array()) continue;
+    for (const auto& d : devices) {
+      const auto name = d.is_object() ? string_at(d, "device") : std::string();
+      if (name.empty()) continue;
+      bool ok = true;
+      // The driver's own list of unhealthy components ("none" when there is none).
+      if (const auto& words = member(d, "unhealthy_components"); words.is_array())
+        for (const auto& w : words) ok = ok && w.is_string() && w.get<std::string>() == "none";
+      healthy[name] = ok;
+    }
+  }
+  results_of(checks, "neuron.errors", results);
+  for (const auto* r : results) {
+    const auto& detail = member(*r, "detail");
+    const double max_uncorrected = number_at(detail, "max_uncorrected");
+    const auto& counters = member(detail, "counters");
+    if (!counters.is_array()) continue;
+    for (const auto& c : counters) {
+      if (!c.is_object()) continue;
+      const auto scope = string_at(c, "scope");  // "neuron3" or "neuron3/neuron_core1"
+      const auto device = scope.substr(0, scope.find('/'));
+      if (device.empty()) continue;
+      const auto kind = string_at(c, "kind");
+      const bool bad = (kind == "uncorrectable" || kind == "repairable") && number_at(c, "value") > max_uncorrected;
+      auto [it, added] = healthy.try_emplace(device, true);
+      it->second = it->second && !bad;
+    }
+  }
+  neuron_healthy.begin();
+  for (const auto& [device, ok] : healthy) neuron_healthy.set({{"device", label_value(device)}}, ok ? 1 : 0);
+  neuron_healthy.end();
+}
+
+void Metrics::Impl::count_notice(const Notice& n) {
+  const auto code = label_value(n.code);
+  const auto action = label_value(n.action);
+  switch (n.kind) {
+    case NoticeKind::incident: incidents.at({{"code", code}}).Increment(); break;
+    case NoticeKind::drain: drains.at({{"code", code}, {"action", action}}).Increment(); break;
+    case NoticeKind::requeue: requeues.at({{"code", code}}).Increment(); break;
+    case NoticeKind::resumed: resumes.Increment(); break;
+    case NoticeKind::resume_cap: resume_caps.Increment(); break;
+    case NoticeKind::node_returned: node_returns.Increment(); break;
+    case NoticeKind::signal: checkpoint_signals.Increment(); break;
+    case NoticeKind::action_failing: action_failures.at({{"kind", action}}).Increment(); break;
+    case NoticeKind::admin: admin_actions.at({{"action", action}}).Increment(); break;
+  }
+}
+
+Metrics::Metrics(std::string node, std::string version) : impl_(std::make_unique<Impl>(std::move(node), std::move(version))) {}
+
+Metrics::~Metrics() { stop(); }
+
+std::expected<void, std::string> Metrics::start(const MetricsConfig& config) {
+  stop();
+  if (!config.listen.empty()) {
+    const auto address = endpoint_address(config.listen);
+    if (!address) return std::unexpected("metrics: cannot listen on " + config.listen + " ([metrics] listen): " + address.error());
+    try {
+      // Two threads: one scraper at a time is the normal case, and each scrape is a serialisation of
+      // a few hundred series. A client that sends nothing is dropped after the request timeout.
+      impl_->exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+          "listening_ports", *address, "num_threads", "2", "request_timeout_ms", "10000"});
+      impl_->exposer->RegisterCollectable(impl_->registry);
+    } catch (const std::exception& e) {
+      impl_->exposer.reset();
+      return std::unexpected("metrics: cannot listen on " + config.listen + " ([metrics] listen): " + e.what());
+    }
+  }
+  if (!config.textfile.empty())
+    impl_->writer = std::make_unique<TextfileWriter>(config.textfile, config.textfile_interval, [this] { return text(); });
+  return {};
+}
+
+void Metrics::stop() {
+  if (!impl_) return;
+  impl_->writer.reset();   // writes a last time, then joins
+  impl_->exposer.reset();  // closes the port and joins its threads
+}
+
+std::optional<int> Metrics::listening_port() const {
+  if (!impl_->exposer) return std::nullopt;
+  const auto ports = impl_->exposer->GetListeningPorts();
+  if (ports.empty()) return std::nullopt;
+  return ports.front();
+}
+
+void Metrics::observe_status(const nlohmann::json& health) {
+  try {
+    impl_->observe(health);
+  } catch (const std::exception& e) {
+    spdlog::error("metrics: the engine's status not read: {}", e.what());
+  }
+}
+
+void Metrics::notify(const Notice& n) noexcept {
+  try {
+    std::lock_guard lock(impl_->mutex);
+    impl_->count_notice(n);
+  } catch (...) {
+    // A counter that cannot be bumped (no memory) is not worth the engine thread.
+  }
+}
+
+void Metrics::observe_slurm_call(std::string_view call, std::chrono::duration<double> took, bool answered) {
+  std::lock_guard lock(impl_->mutex);
+  const auto name = label_value(call);
+  impl_->slurm_call_duration.at({{"call", name}}, kSlurmBuckets).Observe(took.count());
+  impl_->slurm_calls.at({{"call", name}, {"answered", answered ? "true" : "false"}}).Increment();
+}
+
+void Metrics::observe_protocol_error(std::string_view code) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->protocol_errors.at({{"code", label_value(code)}}).Increment();
+}
+
+void Metrics::observe_webhook(std::string_view outcome) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->webhook_deliveries.at({{"outcome", label_value(outcome)}}).Increment();
+}
+
+std::string Metrics::text() const { return prometheus::TextSerializer().Serialize(impl_->registry->Collect()); }
+
+}  // namespace ar::healthd
