@@ -59,6 +59,7 @@ void SlurmActions::run_due(WallTime now) {
     if (!journal_.find(e.id)) continue;  // finished meanwhile by another entry's step
     std::expected<bool, std::string> r;
     acted_.reset();
+    admin_outcome_.clear();
     switch (e.kind) {
       case Action::drain: r = do_drain(e, now); break;
       case Action::requeue: r = do_requeue(e, now); break;
@@ -84,11 +85,17 @@ void SlurmActions::run_due(WallTime now) {
                                                       current->step >= RequeueStep::annotate)
         done = Action::requeue;
       if (done) queue_hooks(e, *done, now);  // journalled before the entry is marked done: never lost
+      notice_done(e, done, now);
       if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
     } else if (!r) {
       spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
                    e.job_id ? "" : e.node, r.error());
       if (auto c = journal_.retry_later(e.id, r.error(), now); !c) spdlog::error("journal: {}", c.error());
+      // Said once per action, when it has failed `failing_after` times in a row (it is still retried).
+      if (const auto* current = journal_.find(e.id); current != nullptr && current->attempts == failing_after_)
+        notice(NoticeKind::action_failing, e,
+               to_string(e.kind) + " failed " + std::to_string(current->attempts) + " times in a row: " + r.error(),
+               to_string(e.kind), now);
     }
     // false: the action waits for something and has set its next try itself.
   }
@@ -156,6 +163,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     if (!starts_with(info->reason, kReasonPrefix)) {
       // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
       spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info->reason, 240));
+      admin_outcome_ = "already drained by someone else (" + sanitize(info->reason, 120) + "); left as it is";
       return true;
     }
     bool rebooting = info->reboot_pending();
@@ -171,8 +179,9 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     acted_ = rebooting ? Action::reboot : Action::drain;  // ours: this drain, or a replay of it
     return true;
   }
-  // Never take out more than the allowed share of any partition this node is in.
-  for (const auto& partition : info->partitions) {
+  // Never take out more than the allowed share of any partition this node is in (an admin's own
+  // drain through healthctl is theirs to decide).
+  for (const auto& partition : e.admin ? std::vector<std::string>{} : info->partitions) {
     auto nodes = slurm_.partition_nodes(partition);
     if (!nodes) return std::unexpected(nodes.error().message);
     if (nodes->empty()) {
@@ -223,6 +232,7 @@ std::expected<bool, std::string> SlurmActions::do_requeue(const JournalEntry& e,
     }
     return std::unexpected(job.error().message);
   }
+  owners_[e.job_id] = job->user_id;
   switch (e.step) {
     case RequeueStep::decide: return requeue_decide(e, *job, now);
     case RequeueStep::requeue: return requeue_ask(e, *job, now);
@@ -284,6 +294,7 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     }
     journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
     timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
+    notice(NoticeKind::resume_cap, e, why, job.state == "RUNNING" ? "cancel" : "none", now);
     return true;
   }
   if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
@@ -427,6 +438,52 @@ void SlurmActions::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime 
   followed_.push_back({job_id, attempt, now, now, raised_priority});
 }
 
+void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now) {
+  if (notices_ == nullptr) return;
+  Notice n;
+  n.kind = kind;
+  n.at = now;
+  n.node = e.node.empty() ? node_ : e.node;
+  n.job_id = e.job_id;
+  if (auto owner = owners_.find(e.job_id); e.job_id != 0 && owner != owners_.end()) n.uid = owner->second;
+  if (e.admin) n.uid = e.by_uid;  // the admin who asked
+  n.attempt = e.restart_count;
+  n.code = e.code;
+  n.message = sanitize(message, 1000);
+  n.action = std::move(action);
+  notices_->notify(n);
+}
+
+void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now) {
+  if (e.admin) {
+    const std::string what = e.kind == Action::drain ? "drain" : "resume";
+    notice(NoticeKind::admin, e,
+           done ? (e.kind == Action::drain ? "drained by an admin through healthctl: " + e.reason
+                                           : std::string("resumed by an admin through healthctl") + (e.force ? " (--force)" : ""))
+                : "admin " + what + ": " + (admin_outcome_.empty() ? std::string("nothing to do") : admin_outcome_),
+           done ? what : "none", now);
+    return;
+  }
+  if (!done) return;
+  switch (*done) {
+    case Action::drain:
+    case Action::reboot: notice(NoticeKind::drain, e, e.reason, to_string(*done), now); break;
+    case Action::requeue:
+      notice(NoticeKind::requeue, e,
+             "job " + std::to_string(e.job_id) + " requeued (attempt " + std::to_string(e.restart_count + 2) + ") after " +
+                 e.code + " on " + e.node,
+             "requeue", now);
+      break;
+    case Action::resume:
+      notice(NoticeKind::node_returned, e, "node " + e.node + " passed its checks again: returned to service", "resume", now);
+      break;
+    case Action::signal: notice(NoticeKind::signal, e, "SIG" + e.reason + " sent to checkpoint before " + e.code, "signal", now); break;
+    default: break;
+  }
+  if (e.kind == Action::requeue && std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == e.job_id; }))
+    owners_.erase(e.job_id);
+}
+
 void SlurmActions::follow_requeued(WallTime now) {
   // The scheduler nudges first (see requeue_release): one update each, of a job still waiting.
   std::erase_if(nudges_, [&](Nudge& n) {
@@ -464,6 +521,12 @@ void SlurmActions::follow_requeued(WallTime now) {
     if (job->state == "RUNNING" || job->state == "CONFIGURING" || (job->state == "COMPLETING" && started_since)) {
       const auto started = started_since ? std::max(job->start_time, f.since) : std::chrono::system_clock::now();
       timeline_.record(f.job_id, {started, node_, "running again", "on " + job->node_list + ", " + after_requeue(started)});
+      JournalEntry about;
+      about.node = node_;
+      about.job_id = f.job_id;
+      about.restart_count = f.restart_count;
+      owners_[f.job_id] = job->user_id;
+      notice(NoticeKind::resumed, about, "running again on " + job->node_list + ", " + after_requeue(started), "none", now);
       if (f.raised_priority) {
         // Back to the priority Slurm computes (INFINITE), so a later requeue by anyone else, or the
         // next job of this user, does not inherit the jump.
@@ -490,12 +553,36 @@ void SlurmActions::follow_requeued(WallTime now) {
                                     after_requeue(ended) + ", without being seen running again"});
     return true;
   });
+  // Owners are kept while their job is followed or has an entry pending, for the notices.
+  std::erase_if(owners_, [&](const auto& owner) {
+    return std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == owner.first; }) &&
+           std::none_of(journal_.pending().begin(), journal_.pending().end(),
+                        [&](const JournalEntry& e) { return e.job_id == owner.first; });
+  });
 }
 
 std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
   if (!info) return std::unexpected(info.error().message);
   auto& own = journal_.own_drain();
+  if (e.admin) {
+    // An admin's resume: of healthd's drain even when held (that is what held waits for), and of
+    // anyone's with --force. A fault still standing is then the admin's override (not drained again).
+    if (!info->drained_or_draining()) {
+      admin_outcome_ = "not drained (" + (info->state.empty() ? std::string("in service") : info->state) + "); nothing to resume";
+      own.reset();
+      return true;
+    }
+    if (!starts_with(info->reason, kReasonPrefix) && !e.force) {
+      admin_outcome_ = "not resumed: drained by someone else (" + sanitize(info->reason, 120) + "); use --force";
+      return true;
+    }
+    if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
+    acted_ = Action::resume;
+    spdlog::warn("node {} resumed by an admin through healthctl (was: {})", e.node, sanitize(info->reason, 240));
+    own.reset();
+    return true;
+  }
   if (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix)) {
     // Resumed by an admin, or re-drained with their own reason: not ours any more.
     own.reset();
@@ -520,6 +607,7 @@ std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, 
     if (gone(job.error())) return true;  // gone: nothing to checkpoint
     return std::unexpected(job.error().message);
   }
+  owners_[e.job_id] = job->user_id;
   // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
   if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
   const std::string& signal = e.reason;

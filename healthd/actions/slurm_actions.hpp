@@ -34,6 +34,7 @@
 #include "config/config.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
+#include "telemetry/notice.hpp"
 
 namespace ar::healthd {
 
@@ -53,6 +54,12 @@ class SlurmActions {
                HookRunner run_hook = {});
 
   void set_policy(const PolicyConfig& p) { policy_ = p; }
+  // Where notices of what was carried out go (telemetry/notice.hpp), and after how many failed tries
+  // in a row an action is said to be failing. Unset: none are raised.
+  void set_notices(NoticeSink* sink, std::uint32_t failing_after) {
+    notices_ = sink;
+    failing_after_ = failing_after;
+  }
 
   // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
   // leaves an entry pending for a later try, with backoff.
@@ -111,6 +118,11 @@ class SlurmActions {
   // Journals the hooks that follow `done`, which carried out `what`.
   void queue_hooks(const JournalEntry& done, Action what, WallTime now);
 
+  // Raises a notice about `e` (its node, job, code) with `message`.
+  void notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now);
+  // The notice an entry carried out raises, if any.
+  void notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now);
+
   std::string node_;
   PolicyConfig policy_;
   SlurmClient& slurm_;
@@ -135,6 +147,13 @@ class SlurmActions {
     std::optional<std::expected<ProcessResult, std::string>> result;
   };
   std::map<std::uint64_t, std::shared_ptr<HookOutcome>> running_hooks_;  // by journal entry
+  NoticeSink* notices_ = nullptr;
+  std::uint32_t failing_after_ = 3;
+  // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an
+  // entry goes when its job is no longer followed.
+  std::map<std::uint32_t, std::uint32_t> owners_;
+  // What an admin's drain or resume came to when it did nothing on Slurm, for its notice.
+  std::string admin_outcome_;
 };
 
 }  // namespace ar::healthd

@@ -62,6 +62,7 @@ struct JobInfo {
   std::uint32_t priority = 0;
   std::chrono::system_clock::time_point start_time{};   // actual or expected; epoch when unknown
   std::chrono::system_clock::time_point submit_time{};  // slurmctld's clock; a requeue sets it anew
+  std::uint32_t user_id = 0;  // the job's owner (notices name them)
 };
 
 // A change to a pending job in one request (slurm_update_job); unset fields stay as they are.

@@ -77,6 +77,7 @@ JobInfo to_job_info(const slurm_job_info_t& job) {
   j.state = job_state_name(job.job_state);
   j.reason = job_reason_name(job.state_reason);
   j.restart_count = job.restart_cnt;
+  j.user_id = job.user_id;
   j.node_list = text(job.nodes);
   j.comment = text(job.comment);
   j.admin_comment = text(job.admin_comment);

@@ -32,6 +32,7 @@ nlohmann::json CheckResult::to_json() const {
           {"duration_ms", duration.count()},
           {"at_ms", to_epoch_ms(at)},
           {"detail", detail}};
+  if (!applicable) j["applicable"] = false;
   if (checkpoint_first)
     j["checkpoint_first"] = {{"signal", checkpoint_first->signal}, {"grace_s", checkpoint_first->grace.count()}};
   return j;

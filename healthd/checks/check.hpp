@@ -45,6 +45,9 @@ struct CheckResult {
   std::chrono::system_clock::time_point at;
   nlohmann::json detail = nlohmann::json::object();
   std::optional<CheckpointFirst> checkpoint_first;  // fault only
+  // False: what the check judges is not on this node and not expected (no EFA, no GPU): a pass that
+  // says nothing, shown as "n/a" (to_json: "applicable": false).
+  bool applicable = true;
 
   nlohmann::json to_json() const;
 };
@@ -81,6 +84,11 @@ class Check {
   // replaces knew beyond its state file (the kernel log's read position, events seen since the
   // last save). `previous` is stopped and no longer run. Most checks have nothing to take.
   virtual void carry_over(Check& /*previous*/) {}
+  // An admin fixed the cause of fault `code` (healthctl clear CODE): a check that remembers faults
+  // beyond what it reads now (kernel-log lines, XID events, held for a while) forgets that one.
+  // True when it had it. A check that judges only what it reads now has nothing to forget: a fault
+  // still there is found again at the next sweep.
+  virtual bool clear(const std::string& /*code*/) { return false; }
 };
 
 }  // namespace ar::healthd

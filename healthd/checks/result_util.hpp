@@ -16,6 +16,14 @@ inline CheckResult make_result(std::string check, Status status, std::string mes
   return r;
 }
 
+// A pass that says nothing about the node: what the check judges is not there and not expected (no
+// EFA device on a node that expects none). Shown as "n/a", not "ok".
+inline CheckResult not_applicable_result(std::string check, std::string message) {
+  CheckResult r = make_result(std::move(check), Status::ok, std::move(message));
+  r.applicable = false;
+  return r;
+}
+
 inline CheckResult make_finding(std::string check, std::string code, Action action, std::string message) {
   CheckResult r = make_result(std::move(check), status_for(action), std::move(message));
   r.code = std::move(code);

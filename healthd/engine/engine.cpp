@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "checks/gpu/gpu_inventory.hpp"
+
 namespace ar::healthd {
 
 Engine::Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder, std::chrono::milliseconds check_deadline)
@@ -67,6 +69,30 @@ void Engine::note(std::uint32_t job_id, TimelineEvent event) {
     notes_.emplace_back(job_id, std::move(event));
   }
   wake_.notify_all();
+}
+
+void Engine::admin(AdminAction action) {
+  {
+    std::lock_guard lock(mutex_);
+    admin_.push_back(std::move(action));
+  }
+  wake_.notify_all();
+}
+
+void Engine::carry_out(const AdminAction& action) {
+  const auto now = std::chrono::system_clock::now();
+  switch (action.kind) {
+    case AdminAction::Kind::drain: responder_.admin_drain(action.text, action.uid, now); break;
+    case AdminAction::Kind::resume: responder_.admin_resume(action.force, action.uid, now); break;
+    case AdminAction::Kind::clear: {
+      std::size_t forgotten = 0;
+      for (const auto& c : checks_)
+        if (c->clear(action.text)) ++forgotten;
+      // The stored results still show it until the next sweep, which the service asks for.
+      responder_.admin_clear(action.text, forgotten, action.uid, now);
+      break;
+    }
+  }
 }
 
 void Engine::replace_checks(std::vector<std::shared_ptr<Check>> checks, Check::JudgeNow judge_now) {
@@ -184,6 +210,7 @@ void Engine::loop() {
     std::optional<SweepRequest> request;
     std::optional<Replacement> replacement;
     std::deque<std::pair<std::uint32_t, TimelineEvent>> notes;
+    std::deque<AdminAction> admin;
     bool stop = false;
     {
       std::unique_lock lock(mutex_);
@@ -194,8 +221,9 @@ void Engine::loop() {
         auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
         wait = std::clamp(until, std::chrono::milliseconds(0), wait);
       }
-      wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty(); });
+      wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty() || !admin_.empty(); });
       notes.swap(notes_);
+      admin.swap(admin_);
       stop = stopping_;
       if (!stop && !requests_.empty()) {
         request = std::move(requests_.front());
@@ -216,6 +244,8 @@ void Engine::loop() {
       // A note handed over just before a stop (a step failed) is still recorded.
       for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
       if (stop) return;
+      for (const auto& a : admin) carry_out(a);
+      bool changed = false;
       if (request) {
         spdlog::debug("sweep: {}", request->why);
         const auto started = std::chrono::steady_clock::now();
@@ -224,17 +254,26 @@ void Engine::loop() {
         responder_.on_sweep(results, request->jobs, request->trigger, now, !request->poll);
         nlohmann::json checks = nlohmann::json::array();
         for (const auto& r : results) checks.push_back(r.to_json());
+        auto gpus = gpu_inventory(results);  // healthctl gpus and the per-GPU metrics
         std::lock_guard lock(mutex_);
         status_["checks"] = checks;
+        status_["gpus"] = std::move(gpus);
         status_["last_sweep"] = request->why;
         status_["sweep_seq"] = request->seq;
         status_["sweep_ms"] = took;
+        changed = true;
       }
       responder_.run_due(std::chrono::system_clock::now());
       responder_.follow_requeued(std::chrono::system_clock::now());  // each job at its own pace
       auto rs = responder_.status();
-      std::lock_guard lock(mutex_);
-      status_["node"] = rs;
+      nlohmann::json snapshot;
+      {
+        std::lock_guard lock(mutex_);
+        changed = changed || status_["node"] != rs;
+        status_["node"] = std::move(rs);
+        if (changed && on_status_) snapshot = status_;
+      }
+      if (changed && on_status_) on_status_(snapshot);
     } catch (const std::exception& e) {
       spdlog::error("engine: {}", e.what());
     } catch (...) {

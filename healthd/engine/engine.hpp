@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -54,6 +55,20 @@ class Engine {
   // The last result of every check and the responder's state, as of the last sweep.
   nlohmann::json status() const;
 
+  // An admin's action through healthctl, carried out on the engine thread before its next sweep
+  // (see Responder::admin_drain). `text`: the drain's reason, or the code to clear.
+  struct AdminAction {
+    enum class Kind { drain, resume, clear } kind = Kind::drain;
+    std::string text;
+    bool force = false;
+    std::uint32_t uid = 0;  // who asked
+  };
+  void admin(AdminAction action);
+
+  // Called on the engine thread with the new status after every sweep and whenever the node's state
+  // changes (the metrics follow it). Set before start().
+  void on_status(std::function<void(const nlohmann::json&)> observer) { on_status_ = std::move(observer); }
+
  private:
   struct SweepRequest {
     std::string why;
@@ -95,6 +110,9 @@ class Engine {
   bool stopping_ = false;
   std::optional<PolicyConfig> new_policy_;
   std::optional<Replacement> new_checks_;
+  std::deque<AdminAction> admin_;
+  std::function<void(const nlohmann::json&)> on_status_;
+  void carry_out(const AdminAction& action);
   std::chrono::milliseconds check_deadline_;
   nlohmann::json status_ = nlohmann::json::object();
 

@@ -2,6 +2,10 @@
 
 #include "state/job_registry.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include "text/text.hpp"
+
 namespace ar::healthd {
 
 std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
@@ -36,6 +40,68 @@ std::uint64_t HealthService::check_now() {
 
 void HealthService::judge_now(const std::string& why, bool poll) {
   engine_.request_sweep(why, running_jobs(registry_), std::nullopt, false, poll);
+}
+
+}  // namespace ar::healthd
+
+namespace ar::healthd {
+
+nlohmann::json HealthService::events(std::uint32_t limit) {
+  return events_ != nullptr ? events_->events(limit) : nlohmann::json::array();
+}
+
+namespace {
+
+// Whether `code` is among the faults and warnings the last sweep found, a kernel-log check's
+// several active ones included.
+bool code_is_active(const nlohmann::json& health, const std::string& code) {
+  for (const auto& r : health.value("checks", nlohmann::json::array())) {
+    if (r.value("status", "ok") != "ok" && r.value("code", "") == code) return true;
+    const auto detail = r.value("detail", nlohmann::json::object());
+    if (detail.is_object())
+      for (const auto& f : detail.value("active", nlohmann::json::array()))
+        if (f.is_object() && f.value("code", "") == code) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Checked against the engine's last published state (the event loop must not wait for the engine,
+// which may be inside a Slurm call), and carried out on the engine thread, which looks at Slurm's
+// state again: what changed in between is said in the action's `admin` event.
+std::expected<nlohmann::json, proto::Error> HealthService::admin(const AdminRequest& request, const Peer& peer) {
+  const auto health = engine_.status();
+  const auto node = health.value("node", nlohmann::json::object());
+  const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(WallClock::now().time_since_epoch()).count();
+  const std::string who = "uid " + std::to_string(peer.uid);
+  auto accepted = [&](std::string message) {
+    return nlohmann::json{{"message", std::move(message)}, {"at_ms", at_ms}};
+  };
+  if (const auto* drain = std::get_if<proto::AdminDrain>(&request)) {
+    const auto reason = sanitize(drain->reason, 200);
+    engine_.admin({Engine::AdminAction::Kind::drain, reason, false, peer.uid});
+    spdlog::info("admin ({}, pid {}): drain: {}", who, peer.pid, reason);
+    return accepted("drain journalled (reason \"healthd: ADMIN: " + reason + "\"); healthd carries it out now");
+  }
+  if (const auto* resume = std::get_if<proto::AdminResume>(&request)) {
+    if (!resume->force && !node.contains("own_drain"))
+      return std::unexpected(proto::Error{proto::err::kConflict,
+                                          "healthd has not drained this node (see sinfo -R for who did); "
+                                          "resume --force resumes it anyway"});
+    engine_.admin({Engine::AdminAction::Kind::resume, "", resume->force, peer.uid});
+    spdlog::info("admin ({}, pid {}): resume{}", who, peer.pid, resume->force ? " --force" : "");
+    return accepted(std::string("resume journalled") + (resume->force ? " (--force)" : "") + "; healthd carries it out now");
+  }
+  const auto& clear = std::get<proto::AdminClear>(request);
+  const auto code = sanitize(clear.code, 64);
+  if (!code_is_active(health, code))
+    return std::unexpected(proto::Error{proto::err::kConflict, "no active fault or warning has code " + proto::quote_client_text(code) +
+                                                                   " (healthctl status lists them)"});
+  engine_.admin({Engine::AdminAction::Kind::clear, code, false, peer.uid});
+  spdlog::info("admin ({}, pid {}): clear {}", who, peer.pid, code);
+  judge_now("admin clear");
+  return accepted("clear of " + code + " queued; the checks forget it and the node is judged again now");
 }
 
 }  // namespace ar::healthd

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "state/event_log.hpp"
 #include "state/timeline.hpp"
 #include "server/request_handler.hpp"
 #include "state/job_registry.hpp"
@@ -20,13 +21,16 @@ std::vector<LocalJob> running_jobs(const JobRegistry& registry);
 
 class HealthService : public HealthEvents {
  public:
-  HealthService(Engine& engine, const Timeline& timeline, const JobRegistry& registry)
-      : engine_(engine), timeline_(timeline), registry_(registry) {}
+  // `events`: the node's event log (healthctl events); null: none kept.
+  HealthService(Engine& engine, const Timeline& timeline, const JobRegistry& registry, const EventLog* events = nullptr)
+      : engine_(engine), timeline_(timeline), registry_(registry), events_(events) {}
 
   void on_task_failure(const proto::TaskExit& exit, const JobRecord& job) override;
   nlohmann::json health_status() override { return engine_.status(); }
   nlohmann::json explain(std::uint32_t job_id) override { return timeline_.to_json(job_id); }
   std::uint64_t check_now() override;
+  nlohmann::json events(std::uint32_t limit) override;
+  std::expected<nlohmann::json, proto::Error> admin(const AdminRequest& request, const Peer& peer) override;
 
   // A sweep for `why`, with the jobs running here now.
   void judge_now(const std::string& why, bool poll = false);
@@ -35,6 +39,7 @@ class HealthService : public HealthEvents {
   Engine& engine_;
   const Timeline& timeline_;
   const JobRegistry& registry_;
+  const EventLog* events_;
   // (job, attempt, step) -> failed tasks seen; event loop only.
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> failed_steps_;
 };

@@ -132,7 +132,18 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       // A fault only reported is not counted towards flapping: it would hold the first real drain.
       if (!policy_.report_only) journal_.fault_history().push_back(now);
       bool held = flapping(now);
-      spdlog::warn("node {} is faulty: {}: {} (action {})", node_, fault->code, fault->message, to_string(fault->action));
+      spdlog::warn("node {} is faulty: {}: {} (action {}{})", node_, fault->code, fault->message, to_string(fault->action),
+                   policy_.report_only ? ", report only" : "");
+      if (notices_ != nullptr) {
+        Notice n;
+        n.kind = NoticeKind::incident;
+        n.at = now;
+        n.node = node_;
+        n.code = fault->code;
+        n.message = fault->message;
+        n.action = policy_.report_only ? "report only" : to_string(fault->action);
+        notices_->notify(n);
+      }
       JournalEntry drain = entry(Action::drain, fault->code, now);
       drain.reason = drain_reason(*fault, held);
       drain.held = held;
@@ -201,10 +212,51 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   }
 }
 
+void Responder::admin_drain(const std::string& reason, std::uint32_t uid, WallTime now) {
+  JournalEntry e = entry(Action::drain, "ADMIN", now);
+  e.reason = short_reason(std::string(kReasonPrefix) + " ADMIN: " + reason);
+  e.held = true;
+  e.admin = true;
+  e.by_uid = uid;
+  spdlog::warn("node {}: drain asked by an admin through healthctl: {}", node_, reason);
+  if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+}
+
+void Responder::admin_resume(bool force, std::uint32_t uid, WallTime now) {
+  JournalEntry e = entry(Action::resume, "ADMIN", now);
+  e.admin = true;
+  e.by_uid = uid;
+  e.force = force;
+  spdlog::warn("node {}: resume asked by an admin through healthctl{}", node_, force ? " (--force)" : "");
+  if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+}
+
+void Responder::admin_clear(const std::string& code, std::size_t forgotten, std::uint32_t uid, WallTime now) {
+  if (faulty_ && fault_code_ == code) {
+    faulty_ = false;
+    fault_code_.clear();
+    reported_.clear();
+  }
+  if (notices_ != nullptr) {
+    Notice n;
+    n.kind = NoticeKind::admin;
+    n.at = now;
+    n.node = node_;
+    n.code = code;
+    n.message = "fault " + code + " cleared by an admin through healthctl (" + std::to_string(forgotten) +
+                " check(s) forgot it; one still found is a new fault)";
+    n.action = "clear";
+    n.uid = uid;
+    notices_->notify(n);
+  }
+}
+
 nlohmann::json Responder::status() const {
   nlohmann::json j = {{"faulty", faulty_}, {"fault_code", fault_code_}, {"healthy_passes", healthy_passes_},
                       {"report_only", policy_.report_only},
                       {"pending_actions", journal_.pending().size()}, {"journal_written", journal_.durable()}};
+  if (const auto& own = journal_.own_drain())
+    j["own_drain"] = {{"code", own->code}, {"reason", own->reason}, {"held", own->held}, {"reboot", own->reboot}};
   actions_.add_status(j);
   return j;
 }

@@ -98,6 +98,24 @@ class Responder {
 
   nlohmann::json status() const;
 
+  // Where notices go (telemetry/notice.hpp): incidents here, what was carried out in the actions.
+  void set_notices(NoticeSink* sink, std::uint32_t failing_after) {
+    notices_ = sink;
+    actions_.set_notices(sink, failing_after);
+  }
+
+  // An admin's actions through healthctl (root only; checked by the server), journalled like
+  // healthd's own and carried out at once. The drain is held: healthd never returns the node by
+  // itself; `resume` does, of healthd's drains (held or not), and of anyone's with `force`. They are
+  // carried out under report_only too: they are the admin's decision, not healthd's.
+  // `uid`: who asked, for the notices.
+  void admin_drain(const std::string& reason, std::uint32_t uid, WallTime now);
+  void admin_resume(bool force, std::uint32_t uid, WallTime now);
+  // The checks forgot `code` (`forgotten` of them had it): an episode of it is over, so the fault
+  // found again is a new one (drained for again), and a node healthd drained for it comes back after
+  // its healthy passes as after any fault.
+  void admin_clear(const std::string& code, std::size_t forgotten, std::uint32_t uid, WallTime now);
+
   // An event of a job's story that the responder did not make (a step failed), for the timeline.
   void note(std::uint32_t job_id, TimelineEvent e) { timeline_.record(job_id, std::move(e)); }
 
@@ -121,6 +139,7 @@ class Responder {
   std::uint32_t healthy_passes_ = 0;
   std::optional<WallTime> last_healthy_pass_;
   std::set<std::string> reported_;  // report_only: what this episode already said it would do
+  NoticeSink* notices_ = nullptr;
   SlurmActions actions_;  // carries out what is journalled here
 };
 

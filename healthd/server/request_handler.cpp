@@ -87,6 +87,18 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
           return proto::ok_reply({{"sweep", events_->check_now()}});
         } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
           return proto::ok_reply(explain(peer, m.job_id));
+        } else if constexpr (std::is_same_v<M, proto::EventsQuery>) {
+          nlohmann::json events = events_ ? events_->events(m.limit) : nlohmann::json::array();
+          return proto::ok_reply({{"node", info_.node}, {"events", std::move(events)}});
+        } else if constexpr (std::is_same_v<M, proto::AdminDrain> || std::is_same_v<M, proto::AdminResume> ||
+                             std::is_same_v<M, proto::AdminClear>) {
+          if (!is_root(peer))
+            return proto::error_reply({proto::err::kForbidden, "admin actions (drain, resume, clear) are for root only"});
+          if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
+          auto done = events_->admin(HealthEvents::AdminRequest{m}, peer);
+          if (!done) return proto::error_reply(done.error());
+          (*done)["node"] = info_.node;
+          return proto::ok_reply(std::move(*done));
         } else {
           // Lifecycle messages come from slurmstepd, which runs as root. Anyone else could forge a
           // task failure and trigger a requeue, so they are refused.

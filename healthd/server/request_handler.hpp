@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <expected>
 
 #include <sys/types.h>
 
@@ -45,6 +47,12 @@ class HealthEvents {
   virtual nlohmann::json explain(std::uint32_t job_id) = 0;
   // Queues a sweep of every check; returns its number (see proto::CheckNow).
   virtual std::uint64_t check_now() = 0;
+  // The node's newest notices, newest first (see proto::EventsQuery).
+  virtual nlohmann::json events(std::uint32_t limit) = 0;
+  // An admin's action, already checked to come from root: journalled, or refused with a `conflict`
+  // error saying why. The reply's data on success (see proto::AdminDrain).
+  using AdminRequest = std::variant<proto::AdminDrain, proto::AdminResume, proto::AdminClear>;
+  virtual std::expected<nlohmann::json, proto::Error> admin(const AdminRequest& request, const Peer& peer) = 0;
 };
 
 // The uid of the Slurm user ([slurm] user), looked up once at start. Unknown (or empty): none, and
@@ -63,6 +71,13 @@ class RequestHandler {
 
   nlohmann::json handle(std::string_view line, const Peer& peer);
 
+  // Told the code of every error reply the server sends (a refused, malformed or timed-out message,
+  // a connection refused as busy), for the metrics. Called on the event loop; must not block.
+  void set_error_observer(std::function<void(std::string_view code)> observer) { error_observer_ = std::move(observer); }
+  void observe_error(std::string_view code) const {
+    if (error_observer_) error_observer_(code);
+  }
+
  private:
   bool sees_every_job(const Peer& peer) const;
   bool may_see(const Peer& peer, std::uint32_t job_id) const;
@@ -78,6 +93,7 @@ class RequestHandler {
   std::optional<uid_t> slurm_uid_;
   // Any user can send bad messages as fast as they like: their log lines are budgeted.
   LogBudget refusal_log_{10};
+  std::function<void(std::string_view)> error_observer_;
 };
 
 }  // namespace ar::healthd

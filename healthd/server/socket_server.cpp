@@ -165,6 +165,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void reply(const nlohmann::json& answer, bool close_after) {
+    if (const auto ok = answer.find("ok"); ok != answer.end() && *ok == false)
+      handler_.observe_error(answer.value("error", nlohmann::json::object()).value("code", std::string(proto::err::kInternal)));
     try {
       out_ = proto::encode(answer);
     } catch (const std::exception& e) {
@@ -340,6 +342,7 @@ void SocketServer::admit(int fd) {
       spdlog::warn("server: refused a connection from pid {} uid {}: {}{}", peer.pid, peer.uid, *why,
                    more ? " (and " + std::to_string(more) + " more since the last such line)" : "");
     }
+    handler_.observe_error(proto::err::kBusy);
     return refuse(fd, *why);
   }
   stream_protocol::socket socket(io_);

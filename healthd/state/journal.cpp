@@ -39,6 +39,9 @@ std::expected<void, std::string> Journal::save() {
     if (e.cap) entries.back()["cap"] = *e.cap;
     if (e.reboot) entries.back()["reboot"] = true;
     if (e.held) entries.back()["held"] = true;
+    if (e.admin) entries.back()["admin"] = true;
+    if (e.force) entries.back()["force"] = true;
+    if (e.by_uid) entries.back()["by_uid"] = *e.by_uid;
     if (e.kind == Action::hook) {
       entries.back()["hook"] = e.hook;
       entries.back()["done"] = to_string(e.done);
@@ -92,6 +95,9 @@ std::expected<void, std::string> Journal::load() {
       e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
       e.reboot = ej.value("reboot", false);
       e.held = ej.value("held", false);
+      e.admin = ej.value("admin", false);
+      e.force = ej.value("force", false);
+      e.by_uid = json_fields::optional_integer<std::uint32_t>(ej, "by_uid");
       if (e.kind == Action::hook) {
         e.hook = ej.at("hook").get<std::string>();
         auto done = parse_action(ej.at("done").get<std::string>());

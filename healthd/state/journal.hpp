@@ -38,6 +38,9 @@ struct JournalEntry {
   std::string reason;               // drain reason / comment text / signal name
   bool reboot = false;              // drain: the cure is a reboot (scontrol reboot ASAP), not only a drain
   bool held = false;                // drain: repeated faults; stays drained until an admin resumes the node
+  bool admin = false;               // drain, resume: an admin's, through healthctl (journalled like healthd's own)
+  bool force = false;               // admin resume: also of a node healthd did not drain
+  std::optional<std::uint32_t> by_uid;  // admin drain, resume: who asked (for the notice)
   std::string hook;                 // hook: the [[policy.hook]] name
   Action done = Action::none;       // hook: the action it follows (drain, reboot, requeue, resume, signal)
   WallTime created;

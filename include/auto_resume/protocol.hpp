@@ -54,6 +54,31 @@ struct CheckNow {};
 struct ExplainQuery {
   std::uint32_t job_id = 0;
 };
+// The node's recent notices (incidents, drains, requeues, resumes, admin actions), newest first, at
+// most `limit` of them. Anyone may ask (as for status); a job's events name its uid, not its story.
+struct EventsQuery {
+  std::uint32_t limit = 50;
+};
+
+// An admin's action through the daemon, journalled and carried out like healthd's own, root only.
+// The reply comes once it is journalled ({"node", "message", "at_ms"}); it is carried out on the
+// engine thread at once, and an `admin` event says so (see EventsQuery).
+//   drain:  take the node out of service with reason "healthd: ADMIN: <reason>"; held (healthd never
+//           returns it by itself), resumed by `resume`.
+//   resume: return a node healthd drained (its own drain or an admin's through it); a node drained by
+//           someone else is refused (`conflict`) unless `force`.
+//   clear:  forget an active fault of this code (an admin fixed it): the checks drop it, and the node
+//           comes back as after any fault once the next sweeps are healthy. A code not active is
+//           `conflict`.
+struct AdminDrain {
+  std::string reason;
+};
+struct AdminResume {
+  bool force = false;
+};
+struct AdminClear {
+  std::string code;
+};
 
 struct StepStart {
   std::uint32_t job_id = 0;
@@ -79,7 +104,8 @@ struct StepEnd {
   std::string node;
 };
 
-using Request = std::variant<Ping, StatusQuery, JobsQuery, ExplainQuery, CheckNow, StepStart, TaskExit, StepEnd>;
+using Request = std::variant<Ping, StatusQuery, JobsQuery, ExplainQuery, CheckNow, EventsQuery, AdminDrain, AdminResume,
+                             AdminClear, StepStart, TaskExit, StepEnd>;
 
 // Error codes carried in error replies. Stable strings: clients may switch on them.
 namespace err {
@@ -88,7 +114,8 @@ inline constexpr const char* kBadVersion = "unsupported_version";  // "v" missin
 inline constexpr const char* kUnknownType = "unknown_type";
 inline constexpr const char* kBadField = "bad_field";  // a field missing or of the wrong type
 inline constexpr const char* kTooLarge = "too_large";
-inline constexpr const char* kForbidden = "forbidden";  // a lifecycle message from a process not running as root
+inline constexpr const char* kForbidden = "forbidden";  // a lifecycle message or admin action from a process not running as root
+inline constexpr const char* kConflict = "conflict";    // an admin action that does not fit the node's state (the message says why)
 inline constexpr const char* kInternal = "internal";
 inline constexpr const char* kBusy = "busy";        // too many connections from this uid (or in all): try later
 inline constexpr const char* kTimeout = "timeout";  // a message not completed in time; the connection is closed
@@ -132,6 +159,26 @@ inline nlohmann::json to_json(const JobsQuery&) { return detail::header("jobs");
 inline nlohmann::json to_json(const ExplainQuery& m) {
   auto j = detail::header("explain");
   j["job_id"] = m.job_id;
+  return j;
+}
+inline nlohmann::json to_json(const EventsQuery& m) {
+  auto j = detail::header("events");
+  j["limit"] = m.limit;
+  return j;
+}
+inline nlohmann::json to_json(const AdminDrain& m) {
+  auto j = detail::header("admin_drain");
+  j["reason"] = m.reason;
+  return j;
+}
+inline nlohmann::json to_json(const AdminResume& m) {
+  auto j = detail::header("admin_resume");
+  j["force"] = m.force;
+  return j;
+}
+inline nlohmann::json to_json(const AdminClear& m) {
+  auto j = detail::header("admin_clear");
+  j["code"] = m.code;
   return j;
 }
 
@@ -286,6 +333,31 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
   if (type == "explain") {
     ExplainQuery m;
     return finish(std::move(m), detail::read_fields(j, m, f("job_id", &ExplainQuery::job_id)));
+  }
+  if (type == "events") {
+    EventsQuery m;
+    if (j.contains("limit")) {
+      auto e = detail::read_fields(j, m, f("limit", &EventsQuery::limit));
+      if (!e && (m.limit == 0 || m.limit > 1000)) e = Error{err::kBadField, "field 'limit' must be 1 to 1000"};
+      if (e) return std::unexpected(*e);
+    }
+    return Request{m};
+  }
+  if (type == "admin_drain") {
+    AdminDrain m;
+    auto e = detail::read_fields(j, m, f("reason", &AdminDrain::reason));
+    if (!e && m.reason.size() > 200) e = Error{err::kBadField, "field 'reason' must be at most 200 bytes"};
+    return finish(std::move(m), e);
+  }
+  if (type == "admin_resume") {
+    AdminResume m;
+    return finish(std::move(m), j.contains("force") ? detail::read_fields(j, m, f("force", &AdminResume::force)) : std::nullopt);
+  }
+  if (type == "admin_clear") {
+    AdminClear m;
+    auto e = detail::read_fields(j, m, f("code", &AdminClear::code));
+    if (!e && m.code.size() > 64) e = Error{err::kBadField, "field 'code' must be at most 64 bytes"};
+    return finish(std::move(m), e);
   }
   if (type == "step_start") {
     StepStart m;

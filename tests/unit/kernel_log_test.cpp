@@ -375,3 +375,17 @@ TEST(KernelLogCheck, ARebuiltCheckOfAnotherLogKeepsItsOwnReader) {
   EXPECT_NE(text.find("KMSG-MCE"), std::string::npos) << text;
   EXPECT_EQ(text.find("FS-IO-ERR"), std::string::npos) << text;
 }
+
+TEST(KernelLogCheck, AnAdminsClearForgetsOneFaultAndItsSavedState) {
+  LogFixture f;
+  f.config.hold = 3600s;  // without the clear it would stand for an hour
+  KernelLogCheck check(f.config, f.dir.path(), f.dir / "state.json");
+  append(f.log, "mce: [Hardware Error]: Machine check events logged");
+  ASSERT_TRUE(check.poll());
+  ASSERT_EQ(check.run().at(0).code, "KMSG-MCE");
+  EXPECT_FALSE(check.clear("KMSG-OOM")) << "a code it does not hold";
+  EXPECT_TRUE(check.clear("KMSG-MCE"));
+  EXPECT_EQ(check.run().at(0).status, Status::ok);
+  KernelLogCheck restarted(f.config, f.dir.path(), f.dir / "state.json");
+  EXPECT_EQ(restarted.run().at(0).status, Status::ok) << "a restart does not bring a cleared fault back";
+}

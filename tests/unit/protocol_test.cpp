@@ -38,6 +38,31 @@ TEST(Protocol, EveryRequestRoundTrips) {
   EXPECT_TRUE(std::holds_alternative<JobsQuery>(*parse_request(R"({"v":1,"type":"jobs"})")));
 }
 
+TEST(Protocol, TheEventsQueryAndTheAdminActionsRoundTripWithTheirLimits) {
+  auto events = parse_request(to_json(Request{EventsQuery{20}}).dump());
+  ASSERT_TRUE(events);
+  EXPECT_EQ(std::get<EventsQuery>(*events).limit, 20u);
+  EXPECT_EQ(std::get<EventsQuery>(*parse_request(R"({"v":1,"type":"events"})")).limit, 50u);
+  EXPECT_EQ(parse_request(R"({"v":1,"type":"events","limit":"all"})").error().code, err::kBadField);
+
+  auto drain = parse_request(to_json(Request{AdminDrain{"DIMM B2"}}).dump());
+  ASSERT_TRUE(drain);
+  EXPECT_EQ(std::get<AdminDrain>(*drain).reason, "DIMM B2");
+  EXPECT_EQ(parse_request(R"({"v":1,"type":"admin_drain","reason":""})").error().code, err::kBadField);
+
+  auto resume = parse_request(to_json(Request{AdminResume{true}}).dump());
+  ASSERT_TRUE(resume);
+  EXPECT_TRUE(std::get<AdminResume>(*resume).force);
+  EXPECT_FALSE(std::get<AdminResume>(*parse_request(R"({"v":1,"type":"admin_resume"})")).force);
+  EXPECT_EQ(parse_request(R"({"v":1,"type":"admin_resume","force":1})").error().code, err::kBadField);
+
+  auto clear = parse_request(to_json(Request{AdminClear{"KMSG-MCE"}}).dump());
+  ASSERT_TRUE(clear);
+  EXPECT_EQ(std::get<AdminClear>(*clear).code, "KMSG-MCE");
+  EXPECT_EQ(parse_request(R"({"v":1,"type":"admin_clear"})").error().code, err::kBadField);
+  EXPECT_EQ(parse_request(to_json(Request{AdminClear{std::string(65, 'X')}}).dump()).error().code, err::kBadField);
+}
+
 TEST(Protocol, EncodedMessageIsOneLine) {
   StepStart s{1, 2, "node\nwith newline", 0, false, 0};
   auto line = encode(to_json(Request{s}));

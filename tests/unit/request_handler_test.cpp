@@ -62,8 +62,53 @@ struct CountingEvents : HealthEvents {
   nlohmann::json health_status() override { return nlohmann::json::object(); }
   nlohmann::json explain(std::uint32_t) override { return nlohmann::json::array(); }
   std::uint64_t check_now() override { return ++sweeps; }
+  nlohmann::json events(std::uint32_t limit) override { return nlohmann::json::array({{{"limit", limit}}}); }
+  std::vector<std::string> admin_done;
+  std::expected<nlohmann::json, proto::Error> admin(const AdminRequest& r, const Peer&) override {
+    if (const auto* clear = std::get_if<proto::AdminClear>(&r); clear && clear->code == "NOPE")
+      return std::unexpected(proto::Error{proto::err::kConflict, "no active fault NOPE"});
+    admin_done.push_back(std::visit([](const auto& m) { return proto::to_json(m).dump(); }, r));
+    return nlohmann::json{{"message", "done"}};
+  }
 };
 }  // namespace
+
+TEST(RequestHandler, AdminActionsAreForRootOnlyAndPassTheirConflicts) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  CountingEvents events;
+  RequestHandler handler{info, registry, [] {}, &events};
+  for (const auto& request : {proto::to_json(proto::AdminDrain{"disk swap"}), proto::to_json(proto::AdminResume{true}),
+                              proto::to_json(proto::AdminClear{"KMSG-MCE"})}) {
+    auto refused = handler.handle(request.dump(), Peer{4242, 1});
+    EXPECT_EQ(refused["error"]["code"], proto::err::kForbidden) << request.dump();
+  }
+  EXPECT_TRUE(events.admin_done.empty());
+  auto drained = handler.handle(proto::to_json(proto::AdminDrain{"disk swap"}).dump(), Peer{0, 1});
+  ASSERT_EQ(drained["ok"], true) << drained.dump();
+  ASSERT_EQ(events.admin_done.size(), 1u);
+  EXPECT_NE(events.admin_done[0].find("disk swap"), std::string::npos);
+  auto conflict = handler.handle(proto::to_json(proto::AdminClear{"NOPE"}).dump(), Peer{0, 1});
+  EXPECT_EQ(conflict["error"]["code"], proto::err::kConflict);
+  // A drain without a reason, or with one past the limit, is a bad field, not an action.
+  EXPECT_EQ(handler.handle(R"({"v":1,"type":"admin_drain"})", Peer{0, 1})["error"]["code"], proto::err::kBadField);
+  EXPECT_EQ(handler.handle(proto::to_json(proto::AdminDrain{std::string(201, 'x')}).dump(), Peer{0, 1})["error"]["code"],
+            proto::err::kBadField);
+  EXPECT_EQ(events.admin_done.size(), 1u);
+}
+
+TEST(RequestHandler, EventsAreForEveryoneWithABoundedLimit) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  CountingEvents events;
+  RequestHandler handler{info, registry, [] {}, &events};
+  auto reply = handler.handle(proto::to_json(proto::EventsQuery{7}).dump(), Peer{4242, 1});
+  ASSERT_EQ(reply["ok"], true) << reply.dump();
+  EXPECT_EQ(reply["data"]["events"][0]["limit"], 7);
+  EXPECT_EQ(handler.handle(R"({"v":1,"type":"events"})", Peer{4242, 1})["data"]["events"][0]["limit"], 50);
+  EXPECT_EQ(handler.handle(R"({"v":1,"type":"events","limit":0})", Peer{4242, 1})["error"]["code"], proto::err::kBadField);
+  EXPECT_EQ(handler.handle(R"({"v":1,"type":"events","limit":5000})", Peer{4242, 1})["error"]["code"], proto::err::kBadField);
+}
 
 TEST(RequestHandler, AnOnDemandCheckIsForRootAndReturnsTheSweepNumber) {
   JobRegistry registry{"/nonexistent/jobs.json"};

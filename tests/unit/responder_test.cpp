@@ -1262,3 +1262,153 @@ TEST(Hooks, ReportOnlyFinishesAJournalledDrainButRunsNoHook) {
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_TRUE(rec.seen().empty());
 }
+
+// ---- notices (telemetry/notice.hpp) and admin actions through healthctl --------------------------
+
+namespace {
+
+struct RecordedNotices : NoticeSink {
+  std::vector<Notice> seen;
+  void notify(const Notice& n) noexcept override { seen.push_back(n); }
+  int count(NoticeKind k) const {
+    return static_cast<int>(std::count_if(seen.begin(), seen.end(), [&](const Notice& n) { return n.kind == k; }));
+  }
+  const Notice* first(NoticeKind k) const {
+    for (const auto& n : seen)
+      if (n.kind == k) return &n;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST(Notices, AnIncidentRaisesOneOfEachWithTheJobItsOwnerAndTheCode) {
+  PolicyConfig p;
+  p.recovery_passes = 1;
+  Fixture f(p);
+  RecordedNotices notices;
+  f.responder->set_notices(&notices, 3);
+  f.slurm.jobs[7].user_id = 1234;
+  f.sweep(true);
+  f.sweep(true);
+  ASSERT_EQ(notices.count(NoticeKind::incident), 1);
+  ASSERT_EQ(notices.count(NoticeKind::drain), 1);
+  ASSERT_EQ(notices.count(NoticeKind::requeue), 1);
+  const auto* requeue = notices.first(NoticeKind::requeue);
+  EXPECT_EQ(requeue->node, "n2");
+  EXPECT_EQ(requeue->job_id, 7u);
+  EXPECT_EQ(requeue->code, "GPU-XID-79");
+  ASSERT_TRUE(requeue->uid.has_value());
+  EXPECT_EQ(*requeue->uid, 1234u);
+  EXPECT_EQ(notices.first(NoticeKind::drain)->message, "healthd: GPU-XID-79: fallen off the bus");
+  EXPECT_EQ(notices.first(NoticeKind::drain)->action, "drain");
+  // The released job runs again (the fake starts it at the release), then the node returns.
+  EXPECT_EQ(notices.count(NoticeKind::resumed), 1);
+  EXPECT_EQ(notices.first(NoticeKind::resumed)->job_id, 7u);
+  for (int i = 0; i < 5; ++i) f.sweep(false, {});
+  EXPECT_EQ(notices.count(NoticeKind::node_returned), 1);
+  EXPECT_EQ(notices.count(NoticeKind::drain), 1);
+}
+
+TEST(Notices, AnActionFailingIsSaidOnceAfterItsTriesAndNotBefore) {
+  Fixture f;
+  RecordedNotices notices;
+  f.responder->set_notices(&notices, 3);
+  f.slurm.drain_fails = true;
+  f.sweep(true, {});
+  for (int i = 0; i < 10; ++i) {
+    f.now += 120s;  // past every backoff
+    f.responder->run_due(f.now);
+    if (i == 0) {
+      EXPECT_EQ(notices.count(NoticeKind::action_failing), 0) << "after 2 tries";
+    }
+  }
+  ASSERT_EQ(notices.count(NoticeKind::action_failing), 1);
+  EXPECT_NE(notices.first(NoticeKind::action_failing)->message.find("drain failed 3 times"), std::string::npos);
+  EXPECT_EQ(notices.count(NoticeKind::drain), 0);
+}
+
+TEST(Notices, AResumeCapReachedIsANotice) {
+  PolicyConfig p;
+  p.max_resumes = 1;
+  Fixture f(p);
+  RecordedNotices notices;
+  f.responder->set_notices(&notices, 3);
+  f.slurm.jobs[7].restart_count = 1;
+  f.sweep(true, {{7, 1, true}});
+  ASSERT_EQ(notices.count(NoticeKind::resume_cap), 1);
+  EXPECT_EQ(notices.first(NoticeKind::resume_cap)->job_id, 7u);
+  EXPECT_EQ(notices.count(NoticeKind::requeue), 0);
+}
+
+TEST(AdminActions, ADrainIsHeldNeverReturnedByHealthdAndAResumeReturnsIt) {
+  PolicyConfig p;
+  p.recovery_passes = 1;
+  p.max_drained_share = 0.25;  // 1 of 4: the admin's own drain is not bound by it
+  Fixture f(p);
+  f.slurm.nodes["n1"].state = "IDLE+DRAIN";
+  f.slurm.nodes["n1"].drain = true;
+  RecordedNotices notices;
+  f.responder->set_notices(&notices, 3);
+  f.responder->admin_drain("swapping DIMM B2", 0, f.now);
+  f.sweep(false, {});
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: ADMIN: swapping DIMM B2");
+  ASSERT_EQ(notices.count(NoticeKind::admin), 1);
+  EXPECT_EQ(notices.first(NoticeKind::admin)->action, "drain");
+  EXPECT_EQ(notices.first(NoticeKind::admin)->uid, std::optional<std::uint32_t>(0));
+  for (int i = 0; i < 6; ++i) f.sweep(false, {});
+  EXPECT_EQ(f.slurm.count("resume n2"), 0) << "held: healthd never returns an admin's drain";
+  f.responder->admin_resume(false, 0, f.now);
+  f.sweep(false, {});
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_EQ(notices.count(NoticeKind::admin), 2);
+  EXPECT_FALSE(f.responder->status().contains("own_drain"));
+}
+
+TEST(AdminActions, AResumeOfSomeoneElsesDrainNeedsForce) {
+  Fixture f;
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "ops: cabling", {"debug"}, true};
+  RecordedNotices notices;
+  f.responder->set_notices(&notices, 3);
+  f.responder->admin_resume(false, 0, f.now);
+  f.sweep(false, {});
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  ASSERT_EQ(notices.count(NoticeKind::admin), 1);
+  EXPECT_NE(notices.first(NoticeKind::admin)->message.find("use --force"), std::string::npos);
+  f.responder->admin_resume(true, 0, f.now);
+  f.sweep(false, {});
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+TEST(AdminActions, AClearedFaultFoundAgainIsANewEpisode) {
+  Fixture f;
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};  // an admin resumed it meanwhile
+  f.sweep(true, {});
+  EXPECT_EQ(f.slurm.count("drain n2"), 1) << "the admin's override stands for the same episode";
+  f.responder->admin_clear("GPU-XID-79", 1, 0, f.now);
+  f.sweep(true, {});
+  EXPECT_EQ(f.slurm.count("drain n2"), 2) << "the admin said it was fixed; found again, it is a new fault";
+}
+
+TEST(AdminActions, AJournalledAdminDrainKeepsItsFlagsAcrossARestart) {
+  ar::test::TempDir dir;
+  {
+    Journal j{dir / "journal.json"};
+    JournalEntry e;
+    e.kind = Action::resume;
+    e.node = "n2";
+    e.admin = true;
+    e.force = true;
+    e.by_uid = 0;
+    ASSERT_TRUE(j.add(e));
+  }
+  Journal again{dir / "journal.json"};
+  ASSERT_TRUE(again.load());
+  ASSERT_EQ(again.pending().size(), 1u);
+  EXPECT_TRUE(again.pending()[0].admin);
+  EXPECT_TRUE(again.pending()[0].force);
+  EXPECT_EQ(again.pending()[0].by_uid, std::optional<std::uint32_t>(0));
+}

@@ -70,7 +70,7 @@ void append_notes(CheckResult& r, const std::vector<std::string>& notes) {
 }
 
 CheckResult judge_uncorrected(const EdacSnapshot& snap, const EdacConfig& config) {
-  if (auto na = not_applicable(snap); !na.empty()) return make_result("edac.uncorrected", Status::ok, na);
+  if (auto na = not_applicable(snap); !na.empty()) return not_applicable_result("edac.uncorrected", na);
   std::vector<std::string> faults, problems = snap.errors, notes;
   nlohmann::json controllers = nlohmann::json::array();
   std::size_t dimm_count = 0;
@@ -123,7 +123,7 @@ CheckResult judge_corrected(const EdacSnapshot& snap, const EdacConfig& config, 
                             EdacRiseWindow::Clock::time_point now) {
   if (auto na = not_applicable(snap); !na.empty()) {
     window.keep_only({});
-    return make_result("edac.corrected", Status::ok, na);
+    return not_applicable_result("edac.corrected", na);
   }
   const auto window_s = std::to_string(config.corrected_window.count());
   std::set<std::string> keys;

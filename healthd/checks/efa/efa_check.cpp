@@ -28,7 +28,7 @@ CheckResult judge_count(const EfaSnapshot& snap, std::uint32_t expected) {
   for (const auto& d : snap.devices) names.push_back(d.name);
   CheckResult r;
   if (expected == 0 && found == 0 && snap.ignored.empty()) {
-    r = make_result("efa.count", Status::ok, "not applicable: no EFA device, none expected");
+    r = not_applicable_result("efa.count", "not applicable: no EFA device, none expected");
   } else if (found < expected) {
     r = make_finding("efa.count", "EFA-COUNT", Action::drain,
                      std::to_string(found) + " of " + std::to_string(expected) + " EFA devices present");
@@ -49,7 +49,7 @@ CheckResult judge_count(const EfaSnapshot& snap, std::uint32_t expected) {
 }
 
 CheckResult judge_ports(const EfaSnapshot& snap) {
-  if (snap.devices.empty()) return make_result("efa.ports", Status::ok, "not applicable: no EFA device");
+  if (snap.devices.empty()) return not_applicable_result("efa.ports", "not applicable: no EFA device");
   nlohmann::json ports = nlohmann::json::array();
   std::vector<std::string> down, unreadable;
   std::size_t active = 0;
@@ -94,7 +94,7 @@ std::vector<std::string> not_available(const EfaSnapshot& snap, const EfaConfig&
 }
 
 CheckResult judge_counters(const EfaSnapshot& snap, const EfaConfig& config, const std::vector<EfaCounterRise>& rises) {
-  if (snap.devices.empty()) return make_result("efa.counters", Status::ok, "not applicable: no EFA device");
+  if (snap.devices.empty()) return not_applicable_result("efa.counters", "not applicable: no EFA device");
   nlohmann::json over = nlohmann::json::array();
   nlohmann::json seen = nlohmann::json::array();
   const EfaCounterRise* first = nullptr;

@@ -261,6 +261,13 @@ XidCheck::~XidCheck() {
   stop();
 }
 
+bool XidCheck::clear(const std::string& code) {
+  std::lock_guard lock(mutex_);
+  const auto n = std::erase_if(tracked_, [&](const auto& entry) { return "GPU-XID-" + std::to_string(entry.second.xid) == code; });
+  if (n > 0) save_locked();
+  return n > 0;
+}
+
 void XidCheck::carry_over(Check& previous) {
   auto* old = dynamic_cast<XidCheck*>(&previous);
   if (old == nullptr || old == this) return;

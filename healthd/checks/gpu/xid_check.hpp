@@ -56,6 +56,8 @@ class XidCheck : public Check {
   LineVerdict take_kernel_log_line(const std::string& line);
   // The old check's events, repeats not yet saved included.
   void carry_over(Check& previous) override;
+  // The code of an XID (GPU-XID- and its number) forgets that XID on every GPU.
+  bool clear(const std::string& code) override;
   ~XidCheck() override;
   void start(JudgeNow judge_now) override;
   void stop() override;

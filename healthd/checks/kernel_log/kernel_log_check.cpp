@@ -263,6 +263,13 @@ CheckResult KernelLogCheck::judge(Clock::time_point now) {
   return r;
 }
 
+bool KernelLogCheck::clear(const std::string& code) {
+  std::lock_guard lock(mutex_);
+  if (active_.erase(code) == 0) return false;
+  save_locked();
+  return true;
+}
+
 CheckKind kernel_log_check_kind() {
   return check_kind<KernelLogConfig>(kernel_log_section(), [](const KernelLogConfig& c, BuildContext& context) {
     std::vector<std::shared_ptr<Check>> checks;

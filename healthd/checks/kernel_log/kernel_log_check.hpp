@@ -102,6 +102,7 @@ class KernelLogCheck : public Check {
   void stop() override;
   // The old check's read position (when it read the same log) and its active faults.
   void carry_over(Check& previous) override;
+  bool clear(const std::string& code) override;
 
  private:
   CheckResult judge(Clock::time_point now);

@@ -18,7 +18,7 @@ CheckResult judge_count(const NeuronSnapshot& snap, std::uint32_t expected) {
                     " Neuron devices in sysfs, " + std::to_string(snap.dev_nodes) + " /dev/neuron* nodes";
   CheckResult r;
   if (expected == 0 && in_sysfs == 0 && snap.dev_nodes == 0)
-    r = make_result("neuron.count", Status::ok, "not applicable: no Neuron device, none expected");
+    r = not_applicable_result("neuron.count", "not applicable: no Neuron device, none expected");
   else if (in_sysfs < expected || snap.dev_nodes < expected)
     r = make_finding("neuron.count", "NEURON-COUNT", Action::drain, what);
   else if (expected > 0 && (in_sysfs > expected || snap.dev_nodes > expected))
@@ -73,7 +73,7 @@ std::vector<std::string> not_available(const NeuronSnapshot& snap) {
 std::string joined(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ", ")); }
 
 CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config) {
-  if (snap.devices.empty()) return make_result("neuron.errors", Status::ok, "not applicable: no Neuron device");
+  if (snap.devices.empty()) return not_applicable_result("neuron.errors", "not applicable: no Neuron device");
   nlohmann::json counters = nlohmann::json::array();
   std::vector<const NeuronErrorCounter*> unrepairable, repairable, corrected_over;
   std::vector<std::string> errors, blind, without_ecc;
@@ -151,7 +151,7 @@ bool documented_component(const std::string& word) {
 }
 
 CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config, const std::vector<NeuronHeartbeatAge>& heartbeats) {
-  if (snap.devices.empty()) return make_result("neuron.health", Status::ok, "not applicable: no Neuron device");
+  if (snap.devices.empty()) return not_applicable_result("neuron.health", "not applicable: no Neuron device");
   nlohmann::json devices = nlohmann::json::array();
   std::vector<std::string> unhealthy, odd, stale;
   std::size_t with_status = 0, with_components = 0;
