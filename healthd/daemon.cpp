@@ -19,9 +19,14 @@
 #include "config/profiles.hpp"
 #include "engine/engine.hpp"
 #include "engine/health_service.hpp"
+#include "state/event_log.hpp"
 #include "state/journal.hpp"
 #include "engine/responder.hpp"
 #include "state/timeline.hpp"
+#include "telemetry/notice.hpp"
+#include "telemetry/metrics.hpp"
+#include "telemetry/notice_log.hpp"
+#include "telemetry/webhook.hpp"
 #include "runtime/periodic.hpp"
 #include "runtime/registry_saver.hpp"
 #include "server/request_handler.hpp"
@@ -105,10 +110,11 @@ void quarantine(const std::filesystem::path& file) {
 // What healthd keeps across restarts (state_dir): the job registry, the action journal, the timeline.
 struct State {
   explicit State(const std::filesystem::path& dir)
-      : registry(dir / "jobs.json"), journal(dir / "journal.json"), timeline(dir / "timeline.json") {}
+      : registry(dir / "jobs.json"), journal(dir / "journal.json"), timeline(dir / "timeline.json"), events(dir / "events.json") {}
   JobRegistry registry;
   Journal journal;
   Timeline timeline;
+  EventLog events;  // healthctl events
 };
 
 // Step 2: the state directory, made safe, and what is in it. An unreadable registry or timeline is
@@ -129,6 +135,10 @@ std::expected<std::unique_ptr<State>, StartupError> open_state(const Config& con
   if (auto r = state->timeline.load(); !r) {
     spdlog::error("healthd: timeline: {}", r.error());
     quarantine(config.state_dir / "timeline.json");
+  }
+  if (auto r = state->events.load(); !r) {
+    spdlog::error("healthd: events: {}", r.error());
+    quarantine(config.state_dir / "events.json");
   }
   if (!state->journal.pending().empty())
     spdlog::warn("journal: {} action(s) left pending by the last run will be carried out", state->journal.pending().size());
@@ -171,21 +181,46 @@ class Daemon {
         config_file_(std::move(config_file)),
         overrides_(std::move(overrides)),
         state_(state),
+        metrics_(config_.node_name, kVersion),
         registry_saver_(io_, state.registry, config_.state_dir / "jobs.json", jobs_here_),
         slurm_(config_.slurm.scontrol, config_.slurm.timeout),
         responder_(config_.node_name, config_.policy, slurm_, state.journal, state.timeline),
         checks_(build_daemon_checks(config_)),
         engine_(checks_, responder_, config_.policy.check_deadline),
-        service_(engine_, state.timeline, state.registry),
+        service_(engine_, state.timeline, state.registry, &state.events),
         info_{config_.node_name, kVersion, config_.socket.string(), config_.state_dir.string(), config_file_.string(),
               WallClock::now()},
         handler_(info_, state.registry, [this] { registry_saver_.changed(); }, &service_, slurm_user_uid(config_.slurm.user)),
         server_(io_, config_.socket, handler_, config_.server),
         periodic_(io_),
         stop_signals_(io_, SIGTERM, SIGINT),
-        reload_signal_(io_, SIGHUP) {}
+        reload_signal_(io_, SIGHUP) {
+    notices_.add(notice_log_);
+    notices_.add(state.events);
+    notices_.add(metrics_);
+    slurm_.set_call_observer([this](std::string_view call, std::chrono::duration<double> took, bool answered) {
+      metrics_.observe_slurm_call(call, took, answered);
+    });
+    handler_.set_error_observer([this](std::string_view code) { metrics_.observe_protocol_error(code); });
+    engine_.on_status([this](const nlohmann::json& status) { metrics_.observe_status(status); });
+    responder_.set_notices(&notices_, config_.notify.action_failing_after);
+  }
 
   int run() {
+    // The webhook first: a [notify] webhook_url_file that cannot be read is a config error, said
+    // before anything starts. Its sender is a thread of its own, fed by the notices.
+    auto webhook = Webhook::create(config_.notify, config_.node_name);
+    if (!webhook) {
+      spdlog::critical("healthd: config: [notify] {}", webhook.error());
+      return 2;
+    }
+    webhook_ = std::move(*webhook);
+    if (webhook_) {
+      webhook_->on_outcome([this](std::string_view outcome) { metrics_.observe_webhook(outcome); });
+      notices_.add(*webhook_);
+    }
+    // Metrics that cannot be served are said loudly, but do not stop the node's health checks.
+    if (auto r = metrics_.start(config_.metrics); !r) spdlog::error("metrics: {}; healthd runs without them", r.error());
     if (auto r = server_.start(); !r) {
       spdlog::critical("healthd: {}", r.error());
       return 1;
@@ -199,6 +234,8 @@ class Daemon {
     run_event_loop();
     for (const auto& check : checks_) check->stop();
     engine_.stop();
+    if (webhook_) webhook_->stop();
+    metrics_.stop();
     registry_saver_.save_and_flush();
     spdlog::info("healthd stopped");
     return 0;
@@ -369,8 +406,12 @@ class Daemon {
   State& state_;
   asio::io_context io_;
   std::shared_ptr<std::atomic<std::size_t>> jobs_here_ = std::make_shared<std::atomic<std::size_t>>(0);
+  Metrics metrics_;                    // outlives the engine, the server and the webhook that feed it
+  std::unique_ptr<Webhook> webhook_;   // null: no [notify] webhook
   RegistrySaver registry_saver_;
   SlurmApiClient slurm_;
+  NoticeLog notice_log_;
+  Notices notices_;  // to the log, the event log, the metrics and the webhook; before the responder that raises them
   Responder responder_;
   std::vector<std::shared_ptr<Check>> checks_;
   Engine engine_;

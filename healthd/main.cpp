@@ -7,6 +7,7 @@
 #include "actions/process.hpp"
 #include "config/config.hpp"
 #include "daemon.hpp"
+#include "runtime/logging.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -33,11 +34,11 @@ int main(int argc, char** argv) {
   overrides.socket = socket;
   overrides.state_dir = state_dir;
 
+  ar::healthd::setup_logging(check_only->count() > 0 ? ar::healthd::LogTarget::stderr_text : ar::healthd::detect_log_target());
   if (check_only->count() > 0) {
     spdlog::set_level(spdlog::level::warn);  // the checks' own start-up lines are not the answer
     return ar::healthd::check_config(check_file.empty() ? config_file : check_file, overrides, std::cout, std::cerr);
   }
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   // Before any child starts: a grandchild that escapes its process group (setsid) and outlives its
   // parent comes back to healthd, so a deadline can still kill it and the reaper waits for it.
   if (auto r = ar::healthd::become_child_subreaper(); !r)

@@ -35,9 +35,9 @@ std::string NvmlEventWatcher::problem() const {
   return problem_;
 }
 
-void NvmlEventWatcher::set_problem(std::string p) {
+void NvmlEventWatcher::set_problem(std::string p, spdlog::level::level_enum level) {
   std::lock_guard lock(mutex_);
-  if (p != problem_ && !p.empty()) spdlog::warn("nvml events: {}", p);
+  if (p != problem_ && !p.empty()) spdlog::log(level, "nvml events: {}", p);
   problem_ = std::move(p);
 }
 
@@ -49,7 +49,9 @@ void NvmlEventWatcher::run() {
   while (!stopping_) {
     auto opened = NvmlLibrary::open(path_);
     if (!opened) {
-      set_problem("not watching: " + opened.error());
+      // No NVIDIA driver library: a node without NVIDIA GPUs, said without a warning at each start
+      // (a GPU node that lost its driver faults in the GPU check's count, where a profile expects them).
+      set_problem("not watching: " + opened.error(), spdlog::level::info);
       pause(30);
       continue;
     }

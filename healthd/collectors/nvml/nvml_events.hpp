@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include <spdlog/common.h>
+
 namespace ar::healthd {
 
 struct NvmlEvent {
@@ -35,7 +37,7 @@ class NvmlEventWatcher {
 
  private:
   void run();
-  void set_problem(std::string p);
+  void set_problem(std::string p, spdlog::level::level_enum level = spdlog::level::warn);
 
   std::string path_;
   Sink sink_;
