@@ -62,7 +62,7 @@ PY
 # ---- the first sweep: every check present, every result ok ----
 rc=0
 hctl check --now --json >"$work/first.json" || rc=$?
-[ "$rc" = 0 ] || { cat "$work/first.json" >&2; tail -n 20 "$work/healthd.log" >&2; bench_die "the first 'healthctl check --now' exited $rc (3: a fault on the fake node)"; }
+[ "$rc" -le 1 ] || { cat "$work/first.json" >&2; tail -n 20 "$work/healthd.log" >&2; bench_die "the first 'healthctl check --now' exited $rc (2: a fault on the fake node, 3: no answer)"; }
 echo "healthd pid $HEALTHD_PID, results of its first forced sweep:"
 python3 -c '
 import json, sys
@@ -87,7 +87,7 @@ for ((i = 0; i < sweeps; i++)); do
   rc=0
   hctl check --now --json >"$work/sweeps/$i.json" || rc=$?
   echo "$(sub_s "$(now_s)" "$t0") * 1000" | bc -l >>"$work/e2e_ms"
-  [ "$rc" = 0 ] || bench_die "sweep $i: 'healthctl check --now' exited $rc (see $work/sweeps/$i.json)"
+  [ "$rc" -le 1 ] || bench_die "sweep $i: 'healthctl check --now' exited $rc (see $work/sweeps/$i.json)"
 done
 wait_quiet "$HEALTHD_PID"
 sweep_ticks=$(($(proc_ticks "$HEALTHD_PID") - t0_ticks)) child_ticks=$(($(proc_child_ticks "$HEALTHD_PID") - t0_child))

@@ -90,7 +90,8 @@ echo "scontrol show job $job: $(scontrol show job "$job" -o | grep -o 'Comment=.
 say "healthctl explain $job (on $victim)"
 "$healthctl" --socket "$dir/run/healthd-$victim.sock" explain "$job"
 say "healthctl status (on $victim)"
-"$healthctl" --socket "$dir/run/healthd-$victim.sock" status
+# Exits 2 while the victim is still faulty (its exit code is the verdict): shown, not a failure.
+"$healthctl" --socket "$dir/run/healthd-$victim.sock" status || true
 
 baseline="not measured (AR_DEMO_BASELINE=0)"
 if [ "${AR_DEMO_BASELINE:-1}" = 1 ]; then

@@ -89,7 +89,7 @@ load helpers
   [ "$state" = COMPLETED ]
   grep -q step-ran "$out"
   grep -q script-ran "$out"
-  [ "$ping_status" -eq 1 ]
+  [ "$ping_status" -eq 3 ]  # healthctl: 3 = the daemon is unreachable
   [ "$(echo "$ping_output" | wc -l)" -eq 1 ]
   [[ "$ping_output" == "healthctl: ping: healthd at "*"not answering"* ]]
   # the plugin logged the outage once per step, with its prefix, to slurmd's log

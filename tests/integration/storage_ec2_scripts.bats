@@ -107,7 +107,7 @@ storage_ok_after() { check_says "$1" storage "rs[0]['status'] == 'ok' and rs[0][
   node_idle n3
   run healthctl_on n3 status
   echo "$output" >&3
-  [ "$status" -eq 0 ]
+  [ "$status" -le 1 ]  # healthy, maybe with warnings (an unsynchronised clock here)
   [[ "$output" == *"verdict:      healthy"* ]]
   echo "$output" | grep -Eq '^storage +ok '
   # Not faulty at any sweep in between either, and what the user planted is left as it was.
