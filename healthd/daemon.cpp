@@ -234,9 +234,11 @@ class Daemon {
     run_event_loop();
     for (const auto& check : checks_) check->stop();
     engine_.stop();
+    // The registry first: the webhook's stop may wait for a POST in flight (cut short, but a name
+    // lookup for its body is not) and systemd's stop timeout must not cost the registry.
+    registry_saver_.save_and_flush();
     if (webhook_) webhook_->stop();
     metrics_.stop();
-    registry_saver_.save_and_flush();
     spdlog::info("healthd stopped");
     return 0;
   }

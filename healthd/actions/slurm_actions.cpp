@@ -446,7 +446,10 @@ void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string me
   n.node = e.node.empty() ? node_ : e.node;
   n.job_id = e.job_id;
   if (auto owner = owners_.find(e.job_id); e.job_id != 0 && owner != owners_.end()) n.uid = owner->second;
-  if (e.admin) n.uid = e.by_uid;  // the admin who asked
+  if (e.admin) {
+    n.uid = e.by_uid;  // the admin who asked, and which request this answers
+    n.request = e.request;
+  }
   n.attempt = e.restart_count;
   n.code = e.code;
   n.message = sanitize(message, 1000);

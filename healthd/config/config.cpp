@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "actions/process.hpp"
 #include "config/fields.hpp"
 #include "config/profiles.hpp"
@@ -240,8 +242,12 @@ const KeyTable<MetricsConfig>& metrics_keys() {
 const KeyTable<NotifyConfig>& notify_keys() {
   static const auto keys = KeyTable<NotifyConfig>()
                                .field("webhook_url", &NotifyConfig::webhook_url, read_webhook_url,
-                                      // a Slack hook's URL is its secret: --check-config shows that one is set
-                                      [](const std::string& url) { return url.empty() ? toml_quote(url) : std::string("\"(secret)\""); })
+                                      // a Slack hook's URL is its secret: --check-config shows that one is
+                                      // set and a fingerprint (so a reload sees a change), never the URL
+                                      [](const std::string& url) {
+                                        return url.empty() ? toml_quote(url)
+                                                           : "\"(secret " + fmt::format("{:08x}", static_cast<std::uint32_t>(std::hash<std::string>{}(url))) + ")\"";
+                                      })
                                .field("webhook_url_file", &NotifyConfig::webhook_url_file, read_optional_abs_path)
                                .field("on", &NotifyConfig::on, read_notice_kinds)
                                .field("timeout_ms", &NotifyConfig::timeout, millis_in(100, 600000))

@@ -82,14 +82,22 @@ void Engine::admin(AdminAction action) {
 void Engine::carry_out(const AdminAction& action) {
   const auto now = std::chrono::system_clock::now();
   switch (action.kind) {
-    case AdminAction::Kind::drain: responder_.admin_drain(action.text, action.uid, now); break;
-    case AdminAction::Kind::resume: responder_.admin_resume(action.force, action.uid, now); break;
+    case AdminAction::Kind::drain: responder_.admin_drain(action.text, action.uid, action.request, now); break;
+    case AdminAction::Kind::resume: responder_.admin_resume(action.force, action.uid, action.request, now); break;
     case AdminAction::Kind::clear: {
-      std::size_t forgotten = 0;
-      for (const auto& c : checks_)
+      std::size_t forgotten = 0, busy = 0;
+      for (const auto& c : checks_) {
+        // A check still hung in a run holds its own lock: asking it to forget would hang the engine
+        // with it. Its fault stays; the notice says so.
+        if (auto st = state_.find(c->name()); st != state_.end() && st->second.hung) {
+          ++busy;
+          continue;
+        }
         if (c->clear(action.text)) ++forgotten;
+      }
+      if (busy > 0) spdlog::warn("admin clear {}: {} check(s) hung in a run were not asked to forget it", action.text, busy);
       // The stored results still show it until the next sweep, which the service asks for.
-      responder_.admin_clear(action.text, forgotten, action.uid, now);
+      responder_.admin_clear(action.text, forgotten, busy, action.uid, action.request, now);
       break;
     }
   }
@@ -243,8 +251,9 @@ void Engine::loop() {
       if (replacement) take_checks(std::move(*replacement));
       // A note handed over just before a stop (a step failed) is still recorded.
       for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
-      if (stop) return;
+      // An admin's action handed over just before a stop is still journalled (and done at the next start).
       for (const auto& a : admin) carry_out(a);
+      if (stop) return;
       bool changed = false;
       if (request) {
         spdlog::debug("sweep: {}", request->why);

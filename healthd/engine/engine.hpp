@@ -61,7 +61,8 @@ class Engine {
     enum class Kind { drain, resume, clear } kind = Kind::drain;
     std::string text;
     bool force = false;
-    std::uint32_t uid = 0;  // who asked
+    std::uint32_t uid = 0;      // who asked
+    std::uint64_t request = 0;  // the request's id, carried to its notice
   };
   void admin(AdminAction action);
 

@@ -50,22 +50,21 @@ nlohmann::json HealthService::events(std::uint32_t limit) {
   return events_ != nullptr ? events_->events(limit) : nlohmann::json::array();
 }
 
-namespace {
-
-// Whether `code` is among the faults and warnings the last sweep found, a kernel-log check's
-// several active ones included.
-bool code_is_active(const nlohmann::json& health, const std::string& code) {
+bool fault_code_is_active(const nlohmann::json& health, const std::string& code) {
   for (const auto& r : health.value("checks", nlohmann::json::array())) {
+    if (!r.is_object()) continue;
     if (r.value("status", "ok") != "ok" && r.value("code", "") == code) return true;
     const auto detail = r.value("detail", nlohmann::json::object());
-    if (detail.is_object())
-      for (const auto& f : detail.value("active", nlohmann::json::array()))
-        if (f.is_object() && f.value("code", "") == code) return true;
+    if (!detail.is_object()) continue;
+    for (const auto& f : detail.value("active", nlohmann::json::array()))  // the kernel log's
+      if (f.is_object() && f.value("code", "") == code) return true;
+    for (const auto& x : detail.value("events", nlohmann::json::array()))  // the XIDs held, not only the worst
+      if (x.is_object() && x.contains("xid") && x["xid"].is_number_unsigned() &&
+          "GPU-XID-" + std::to_string(x["xid"].get<std::uint64_t>()) == code)
+        return true;
   }
   return false;
 }
-
-}  // namespace
 
 // Checked against the engine's last published state (the event loop must not wait for the engine,
 // which may be inside a Slurm call), and carried out on the engine thread, which looks at Slurm's
@@ -74,31 +73,34 @@ std::expected<nlohmann::json, proto::Error> HealthService::admin(const AdminRequ
   const auto health = engine_.status();
   const auto node = health.value("node", nlohmann::json::object());
   const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(WallClock::now().time_since_epoch()).count();
+  // Unique across restarts too (the time in ms, then a counter), so healthctl never takes another
+  // request's event for its own.
+  const std::uint64_t request_id = static_cast<std::uint64_t>(at_ms) * 1024 + (next_request_++ % 1024);
   const std::string who = "uid " + std::to_string(peer.uid);
   auto accepted = [&](std::string message) {
-    return nlohmann::json{{"message", std::move(message)}, {"at_ms", at_ms}};
+    return nlohmann::json{{"message", std::move(message)}, {"at_ms", at_ms}, {"request", request_id}};
   };
   if (const auto* drain = std::get_if<proto::AdminDrain>(&request)) {
     const auto reason = sanitize(drain->reason, 200);
-    engine_.admin({Engine::AdminAction::Kind::drain, reason, false, peer.uid});
+    engine_.admin({Engine::AdminAction::Kind::drain, reason, false, peer.uid, request_id});
     spdlog::info("admin ({}, pid {}): drain: {}", who, peer.pid, reason);
-    return accepted("drain journalled (reason \"healthd: ADMIN: " + reason + "\"); healthd carries it out now");
+    return accepted("drain queued (reason \"healthd: ADMIN: " + reason + "\"); healthd journals and carries it out now");
   }
   if (const auto* resume = std::get_if<proto::AdminResume>(&request)) {
     if (!resume->force && !node.contains("own_drain"))
       return std::unexpected(proto::Error{proto::err::kConflict,
                                           "healthd has not drained this node (see sinfo -R for who did); "
                                           "resume --force resumes it anyway"});
-    engine_.admin({Engine::AdminAction::Kind::resume, "", resume->force, peer.uid});
+    engine_.admin({Engine::AdminAction::Kind::resume, "", resume->force, peer.uid, request_id});
     spdlog::info("admin ({}, pid {}): resume{}", who, peer.pid, resume->force ? " --force" : "");
-    return accepted(std::string("resume journalled") + (resume->force ? " (--force)" : "") + "; healthd carries it out now");
+    return accepted(std::string("resume queued") + (resume->force ? " (--force)" : "") + "; healthd journals and carries it out now");
   }
   const auto& clear = std::get<proto::AdminClear>(request);
   const auto code = sanitize(clear.code, 64);
-  if (!code_is_active(health, code))
+  if (!fault_code_is_active(health, code))
     return std::unexpected(proto::Error{proto::err::kConflict, "no active fault or warning has code " + proto::quote_client_text(code) +
                                                                    " (healthctl status lists them)"});
-  engine_.admin({Engine::AdminAction::Kind::clear, code, false, peer.uid});
+  engine_.admin({Engine::AdminAction::Kind::clear, code, false, peer.uid, request_id});
   spdlog::info("admin ({}, pid {}): clear {}", who, peer.pid, code);
   judge_now("admin clear");
   return accepted("clear of " + code + " queued; the checks forget it and the node is judged again now");

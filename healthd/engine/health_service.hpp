@@ -16,6 +16,10 @@
 
 namespace ar::healthd {
 
+// Whether `code` is among the faults and warnings in the engine's status `health`: a result's code,
+// a kernel-log check's several active faults, every XID the XID check holds (not only the worst).
+bool fault_code_is_active(const nlohmann::json& health, const std::string& code);
+
 // The registry's view of what runs here, for the engine (which must not touch the registry itself).
 std::vector<LocalJob> running_jobs(const JobRegistry& registry);
 
@@ -40,6 +44,7 @@ class HealthService : public HealthEvents {
   const Timeline& timeline_;
   const JobRegistry& registry_;
   const EventLog* events_;
+  std::uint64_t next_request_ = 0;  // event loop only
   // (job, attempt, step) -> failed tasks seen; event loop only.
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> failed_steps_;
 };

@@ -212,26 +212,29 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   }
 }
 
-void Responder::admin_drain(const std::string& reason, std::uint32_t uid, WallTime now) {
+void Responder::admin_drain(const std::string& reason, std::uint32_t uid, std::uint64_t request, WallTime now) {
   JournalEntry e = entry(Action::drain, "ADMIN", now);
   e.reason = short_reason(std::string(kReasonPrefix) + " ADMIN: " + reason);
   e.held = true;
   e.admin = true;
   e.by_uid = uid;
+  e.request = request;
   spdlog::warn("node {}: drain asked by an admin through healthctl: {}", node_, reason);
   if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
 }
 
-void Responder::admin_resume(bool force, std::uint32_t uid, WallTime now) {
+void Responder::admin_resume(bool force, std::uint32_t uid, std::uint64_t request, WallTime now) {
   JournalEntry e = entry(Action::resume, "ADMIN", now);
   e.admin = true;
   e.by_uid = uid;
+  e.request = request;
   e.force = force;
   spdlog::warn("node {}: resume asked by an admin through healthctl{}", node_, force ? " (--force)" : "");
   if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
 }
 
-void Responder::admin_clear(const std::string& code, std::size_t forgotten, std::uint32_t uid, WallTime now) {
+void Responder::admin_clear(const std::string& code, std::size_t forgotten, std::size_t busy, std::uint32_t uid,
+                            std::uint64_t request, WallTime now) {
   if (faulty_ && fault_code_ == code) {
     faulty_ = false;
     fault_code_.clear();
@@ -244,9 +247,11 @@ void Responder::admin_clear(const std::string& code, std::size_t forgotten, std:
     n.node = node_;
     n.code = code;
     n.message = "fault " + code + " cleared by an admin through healthctl (" + std::to_string(forgotten) +
-                " check(s) forgot it; one still found is a new fault)";
+                " check(s) forgot it; one still found is a new fault" +
+                (busy > 0 ? "; " + std::to_string(busy) + " check(s) hung in a run were not asked" : std::string()) + ")";
     n.action = "clear";
     n.uid = uid;
+    n.request = request;
     notices_->notify(n);
   }
 }

@@ -108,13 +108,15 @@ class Responder {
   // healthd's own and carried out at once. The drain is held: healthd never returns the node by
   // itself; `resume` does, of healthd's drains (held or not), and of anyone's with `force`. They are
   // carried out under report_only too: they are the admin's decision, not healthd's.
-  // `uid`: who asked, for the notices.
-  void admin_drain(const std::string& reason, std::uint32_t uid, WallTime now);
-  void admin_resume(bool force, std::uint32_t uid, WallTime now);
+  // `uid`: who asked, and `request`: the request's id (EventsQuery's "request"), for the notices.
+  void admin_drain(const std::string& reason, std::uint32_t uid, std::uint64_t request, WallTime now);
+  void admin_resume(bool force, std::uint32_t uid, std::uint64_t request, WallTime now);
   // The checks forgot `code` (`forgotten` of them had it): an episode of it is over, so the fault
   // found again is a new one (drained for again), and a node healthd drained for it comes back after
   // its healthy passes as after any fault.
-  void admin_clear(const std::string& code, std::size_t forgotten, std::uint32_t uid, WallTime now);
+  // `busy`: checks hung in a run, not asked.
+  void admin_clear(const std::string& code, std::size_t forgotten, std::size_t busy, std::uint32_t uid,
+                   std::uint64_t request, WallTime now);
 
   // An event of a job's story that the responder did not make (a step failed), for the timeline.
   void note(std::uint32_t job_id, TimelineEvent e) { timeline_.record(job_id, std::move(e)); }

@@ -198,17 +198,22 @@ int run_admin(const Context& c, const AdminAction& a) {
   auto reply = ask(c, proto::to_json(request), left(deadline));
   if (!reply) return reply.error();
   const auto since = has_number(*reply, "at_ms") ? int_of(*reply, "at_ms") : sent_ms;
+  // The daemon numbers each request; its `admin` event carries the number (an older daemon's does
+  // not: then the first admin event since the reply is taken).
+  const bool numbered = has_number(*reply, "request");
+  const auto request_id = numbered ? int_of(*reply, "request") : 0;
   const auto node = text_of(*reply, "node");
   if (!c.json)
     *c.out << fmt::format("healthd{}: {}\n", node.empty() ? "" : " on " + node, text_of(*reply, "message", "(no message)"));
   c.out->flush();
-  // The reply says the action is journalled; the `admin` event says it was carried out.
+  // The reply says the action is queued; the `admin` event says what came of it.
   nlohmann::json confirmed = nullptr;
   while (confirmed.is_null() && Clock::now() < deadline) {
-    auto events = call_daemon(c.socket, proto::to_json(proto::Request{proto::EventsQuery{20}}), left(deadline));
+    auto events = call_daemon(c.socket, proto::to_json(proto::Request{proto::EventsQuery{200}}), left(deadline));
     if (events) {
       for (const auto& e : array_of(*events, "events")) {
-        if (text_of(e, "kind") == "admin" && int_of(e, "at_ms") >= since) {
+        if (text_of(e, "kind") != "admin") continue;
+        if (numbered ? (has_number(e, "request") && int_of(e, "request") == request_id) : int_of(e, "at_ms") >= since) {
           confirmed = e;
           break;
         }
@@ -216,17 +221,20 @@ int run_admin(const Context& c, const AdminAction& a) {
     }
     if (confirmed.is_null()) std::this_thread::sleep_for(std::min(milliseconds(100), left(deadline)));
   }
+  // "none": carried out, and nothing came of it (someone else's drain without --force, say).
+  const bool nothing_done = !confirmed.is_null() && text_of(confirmed, "action") == "none";
   if (c.json) {
     *c.out << json_text({{"reply", *reply}, {"confirmed", confirmed}});
   } else if (!confirmed.is_null()) {
-    *c.out << fmt::format("done: {}\n", text_of(confirmed, "message", "(no message)"));
+    *c.out << fmt::format("{}: {}\n", nothing_done ? "not done" : "done", text_of(confirmed, "message", "(no message)"));
   } else {
     *c.out << fmt::format(
-        "journalled, not yet confirmed within {} ms: healthd carries it out as soon as it can "
+        "queued, not confirmed within {} ms: healthd carries it out as soon as its engine is free "
         "(healthctl events shows it once done)\n",
         c.timeout.count());
   }
-  return exit_code(Outcome::healthy);
+  if (confirmed.is_null()) return exit_code(Outcome::warnings);
+  return exit_code(nothing_done ? Outcome::conflict : Outcome::healthy);
 }
 
 }  // namespace ar::healthctl

@@ -30,8 +30,9 @@ Exit status of status, check and gpus: 0 healthy, 1 warnings (a check warns or
 could not run), 2 faulty (a fault, or the node still held faulty). Of every
 command: 3 the daemon is unreachable (or gave no usable answer), 4 refused (root
 only: "forbidden"; too many clients: "busy"), 64 a usage error. drain, resume,
-clear: 5 when the node's state does not allow it (the message says why). Other
-commands exit 0 when done; watch exits 0 at Ctrl-C.)";
+clear: 0 done, 1 queued but not confirmed within the timeout, 5 not done (the
+node's state does not allow it; the message says why). Other commands exit 0
+when done; watch exits 0 at Ctrl-C.)";
 
 // The options every command shown as a table has.
 void add_long_flag(CLI::App* sub, bool& flag) {

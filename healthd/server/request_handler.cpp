@@ -88,8 +88,7 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
         } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
           return proto::ok_reply(explain(peer, m.job_id));
         } else if constexpr (std::is_same_v<M, proto::EventsQuery>) {
-          nlohmann::json events = events_ ? events_->events(m.limit) : nlohmann::json::array();
-          return proto::ok_reply({{"node", info_.node}, {"events", std::move(events)}});
+          return proto::ok_reply({{"node", info_.node}, {"events", events(peer, m.limit)}});
         } else if constexpr (std::is_same_v<M, proto::AdminDrain> || std::is_same_v<M, proto::AdminResume> ||
                              std::is_same_v<M, proto::AdminClear>) {
           if (!is_root(peer))
@@ -169,6 +168,20 @@ nlohmann::json RequestHandler::jobs(const Peer& peer) const {
   for (auto& j : all)
     if (j["uid"] == peer.uid) own.push_back(std::move(j));
   return {{"node", info_.node}, {"jobs", own}};
+}
+
+// The node's own events (drains, incidents, the node returned) are for everyone, as sinfo shows
+// them; a job's are for those who may see the job, as its timeline is.
+nlohmann::json RequestHandler::events(const Peer& peer, std::uint32_t limit) const {
+  if (!events_) return nlohmann::json::array();
+  auto all = events_->events(limit);
+  if (sees_every_job(peer)) return all;
+  nlohmann::json visible = nlohmann::json::array();
+  for (auto& e : all) {
+    const auto job = e.value("job_id", std::uint64_t{0});
+    if (job == 0 || (job <= UINT32_MAX && may_see(peer, static_cast<std::uint32_t>(job)))) visible.push_back(std::move(e));
+  }
+  return visible;
 }
 
 // Someone else's job gets the reply of a job this node never saw (an empty timeline), not

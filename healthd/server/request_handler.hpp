@@ -84,6 +84,7 @@ class RequestHandler {
   nlohmann::json status(const Peer& peer) const;
   nlohmann::json jobs(const Peer& peer) const;
   nlohmann::json explain(const Peer& peer, std::uint32_t job_id) const;
+  nlohmann::json events(const Peer& peer, std::uint32_t limit) const;
   void log_refusal(const Peer& peer, const proto::Error& error);
 
   const DaemonInfo& info_;

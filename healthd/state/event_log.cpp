@@ -13,6 +13,7 @@ nlohmann::json EventLog::to_json(const Notice& n) {
                       {"job_id", n.job_id},          {"attempt", n.attempt},      {"code", n.code},
                       {"message", n.message},        {"action", n.action}};
   j["uid"] = n.uid ? nlohmann::json(*n.uid) : nlohmann::json(nullptr);
+  if (n.request != 0) j["request"] = n.request;
   return j;
 }
 
@@ -41,6 +42,7 @@ std::expected<void, std::string> EventLog::load() {
       n.message = sanitize(e.at("message").get<std::string>(), 1000);
       n.action = sanitize(e.at("action").get<std::string>(), 40);
       if (e.contains("uid") && !e["uid"].is_null()) n.uid = e["uid"].get<std::uint32_t>();
+      if (e.contains("request")) n.request = e["request"].get<std::uint64_t>();
       events_.push_back(std::move(n));
     } catch (const std::exception&) {
       ++dropped;
@@ -70,9 +72,15 @@ nlohmann::json EventLog::events(std::size_t limit) const {
 }
 
 std::string EventLog::serialize() const {
-  std::lock_guard lock(mutex_);
+  // A copy under the lock, the JSON outside it: notify() on the engine thread and events() on the
+  // event loop never wait for the writer's dump of 500 events.
+  std::deque<Notice> copy;
+  {
+    std::lock_guard lock(mutex_);
+    copy = events_;
+  }
   nlohmann::json events = nlohmann::json::array();
-  for (const auto& n : events_) events.push_back(to_json(n));
+  for (const auto& n : copy) events.push_back(to_json(n));
   return dump_state(nlohmann::json{{"version", 1}, {"events", events}});
 }
 

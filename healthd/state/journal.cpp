@@ -42,6 +42,7 @@ std::expected<void, std::string> Journal::save() {
     if (e.admin) entries.back()["admin"] = true;
     if (e.force) entries.back()["force"] = true;
     if (e.by_uid) entries.back()["by_uid"] = *e.by_uid;
+    if (e.request != 0) entries.back()["request"] = e.request;
     if (e.kind == Action::hook) {
       entries.back()["hook"] = e.hook;
       entries.back()["done"] = to_string(e.done);
@@ -98,6 +99,7 @@ std::expected<void, std::string> Journal::load() {
       e.admin = ej.value("admin", false);
       e.force = ej.value("force", false);
       e.by_uid = json_fields::optional_integer<std::uint32_t>(ej, "by_uid");
+      e.request = json_fields::optional_integer<std::uint64_t>(ej, "request").value_or(0);
       if (e.kind == Action::hook) {
         e.hook = ej.at("hook").get<std::string>();
         auto done = parse_action(ej.at("done").get<std::string>());

@@ -41,6 +41,7 @@ struct JournalEntry {
   bool admin = false;               // drain, resume: an admin's, through healthctl (journalled like healthd's own)
   bool force = false;               // admin resume: also of a node healthd did not drain
   std::optional<std::uint32_t> by_uid;  // admin drain, resume: who asked (for the notice)
+  std::uint64_t request = 0;            // admin drain, resume: the request it answers (for the notice)
   std::string hook;                 // hook: the [[policy.hook]] name
   Action done = Action::none;       // hook: the action it follows (drain, reboot, requeue, resume, signal)
   WallTime created;

@@ -190,7 +190,7 @@ struct Metrics::Impl {
   bool xids_baselined = false;
 
   // Counted from notices.
-  CappedFamily<Counter> incidents{*registry, "healthd_incidents_total", "Faults that took the node out (new episodes), by code.",
+  CappedFamily<Counter> incidents{*registry, "healthd_incidents_total", "Faults found that take the node out (new episodes), by code; under report_only too, when nothing is done.",
                                   overflow};
   CappedFamily<Counter> drains{*registry, "healthd_drains_total",
                                "Drains healthd made, by code and action (drain, or reboot through Slurm).", overflow};

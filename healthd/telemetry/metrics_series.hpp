@@ -35,7 +35,8 @@ inline constexpr std::size_t kMaxLabelValue = 128;
 // promtool want UTF-8), and short.
 inline std::string label_value(std::string_view text) { return sanitize(text, kMaxLabelValue); }
 
-// Called with a family's name each time one of its label sets is past the cap.
+// Called with a family's name for a label set past the cap: a counter's at each use of "other", a
+// gauge's once per label set left out.
 using OverflowCounter = std::function<void(const std::string& family)>;
 
 template <class T>
@@ -92,7 +93,10 @@ class SnapshotFamily {
     auto it = live_.find(labels);
     if (it == live_.end()) {
       if (live_.size() >= max_series_) {
-        if (overflow_) overflow_(name_);
+        // Counted once per label set left out, not at every status that still has it (a bounded
+        // memory of them: past it, a set may be counted again).
+        if (left_out_.size() >= 16 * max_series_) left_out_.clear();
+        if (left_out_.insert(labels).second && overflow_) overflow_(name_);
         return nullptr;
       }
       it = live_.emplace(labels, &family_->Add(labels)).first;
@@ -127,6 +131,7 @@ class SnapshotFamily {
   std::size_t max_series_;
   std::map<prometheus::Labels, T*> live_;
   std::set<prometheus::Labels> fresh_;
+  std::set<prometheus::Labels> left_out_;
 };
 
 }  // namespace ar::healthd

@@ -76,7 +76,14 @@ void TextfileWriter::loop() {
 }
 
 void TextfileWriter::write_once() {
-  auto written = write_textfile(file_, text_());
+  // Nothing thrown may end this thread (std::terminate would end healthd): a text that cannot be
+  // made (out of memory) is a failed write like any other.
+  std::expected<void, std::string> written;
+  try {
+    written = write_textfile(file_, text_());
+  } catch (const std::exception& e) {
+    written = std::unexpected(std::string("making the text: ") + e.what());
+  }
   const auto now = std::chrono::steady_clock::now();
   if (written) {
     if (failing_) spdlog::info("metrics: textfile {} written again ({} failed writes before)", file_.string(), failures_);

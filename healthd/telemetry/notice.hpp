@@ -41,7 +41,8 @@ struct Notice {
   std::uint32_t attempt = 0;                // the job's restart count the notice is about
   std::string code;                         // the fault code, e.g. "GPU-XID-79"
   std::string message;                      // one line, as in the drain reason or timeline
-  std::string action;                       // what was done: "drain", "reboot", "requeue", "resume", ...
+  std::string action;                       // what was done: "drain", "reboot", "requeue", "resume", ...; "none"
+  std::uint64_t request = 0;                // admin: the request it answers (healthctl waits for it); 0: none
 };
 
 class NoticeSink {

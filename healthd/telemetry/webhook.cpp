@@ -4,6 +4,8 @@
 // backoff wait at once and waits only for a POST in flight, which curl's timeout bounds.
 #include "telemetry/webhook.hpp"
 
+#include <atomic>
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -55,7 +57,15 @@ std::size_t keep_reply_start(char* data, std::size_t size, std::size_t n, void* 
   return bytes;  // the rest is read and dropped; curl's timeout bounds an endless reply
 }
 
-PostResult post(const std::string& url, const std::string& body, std::chrono::milliseconds timeout) {
+// curl's progress callback, called at least once a second during a transfer: non-zero aborts it.
+int abort_when_stopping(void* stopping, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(stopping)->load() ? 1 : 0;
+}
+
+// `stopping`: set by stop(), so a POST to a hung endpoint does not hold the daemon's exit for its
+// whole timeout.
+PostResult post(const std::string& url, const std::string& body, std::chrono::milliseconds timeout,
+                const std::atomic<bool>& stopping) {
   PostResult r;
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) {
@@ -88,6 +98,9 @@ PostResult post(const std::string& url, const std::string& body, std::chrono::mi
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &keep_reply_start);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.reply);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &abort_when_stopping);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(&stopping));
   const CURLcode rc = curl_easy_perform(c);
   if (rc != CURLE_OK) {
     r.error = sanitize(error[0] != '\0' ? error : curl_easy_strerror(rc), 300);
@@ -125,6 +138,7 @@ struct Webhook::Impl {
   std::condition_variable wake;
   std::deque<Notice> queue;
   bool stopping = false;
+  std::atomic<bool> abort_transfer{false};  // stop(): the POST in flight is cut short
   std::uint64_t drops_unreported = 0;  // dropped by notify(), not yet logged and observed
   Stats stats;
   std::function<void(std::string_view)> observer;
@@ -178,7 +192,7 @@ struct Webhook::Impl {
   bool deliver(const Notice& n, std::minstd_rand& rng) {
     const std::string body = Webhook::body(n, user_name(n.uid)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     for (std::uint32_t attempt = 1;; ++attempt) {
-      const PostResult r = post(url, body, config.timeout);
+      const PostResult r = post(url, body, config.timeout, abort_transfer);
       if (r.sent()) {
         spdlog::debug("webhook {}: {} sent (try {})", origin, about(n), attempt);
         count("sent", &Stats::sent);
@@ -212,13 +226,20 @@ struct Webhook::Impl {
         queue.pop_front();
         drops = std::exchange(drops_unreported, 0);
       }
-      report_drops(drops);
-      if (n.node.empty()) n.node = node;
-      if (!deliver(n, rng)) {
-        // Cut short by stop(): back at the head of the queue, which stop() drops and counts.
-        std::lock_guard lock(mutex);
-        queue.push_front(std::move(n));
-        return;
+      // Nothing thrown here may end the thread (std::terminate would end healthd): a notice that
+      // cannot be sent (out of memory building its body) is counted as failed and the next one goes.
+      try {
+        report_drops(drops);
+        if (n.node.empty()) n.node = node;
+        if (!deliver(n, rng)) {
+          // Cut short by stop(): back at the head of the queue, which stop() drops and counts.
+          std::lock_guard lock(mutex);
+          queue.push_front(std::move(n));
+          return;
+        }
+      } catch (const std::exception& e) {
+        spdlog::error("webhook {}: {}: {}", origin, about(n), e.what());
+        count("failed", &Stats::failed);
       }
     }
   }
@@ -282,6 +303,7 @@ void Webhook::stop() {
     if (impl_->stopping && !impl_->sender.joinable()) return;
     impl_->stopping = true;
   }
+  impl_->abort_transfer = true;
   impl_->wake.notify_all();
   if (impl_->sender.joinable()) impl_->sender.join();
   {

@@ -55,14 +55,16 @@ struct ExplainQuery {
   std::uint32_t job_id = 0;
 };
 // The node's recent notices (incidents, drains, requeues, resumes, admin actions), newest first, at
-// most `limit` of them. Anyone may ask (as for status); a job's events name its uid, not its story.
+// most `limit` of them. Anyone may ask (as for status); a job's events are left out for those who
+// may not see the job (as its explain timeline is).
 struct EventsQuery {
   std::uint32_t limit = 50;
 };
 
 // An admin's action through the daemon, journalled and carried out like healthd's own, root only.
-// The reply comes once it is journalled ({"node", "message", "at_ms"}); it is carried out on the
-// engine thread at once, and an `admin` event says so (see EventsQuery).
+// The reply comes once it is queued for the engine ({"node", "message", "at_ms", "request"}); the
+// engine journals it and carries it out at its next step, and an `admin` event with the same
+// "request" says what came of it ("action": "none" when nothing was done; see EventsQuery).
 //   drain:  take the node out of service with reason "healthd: ADMIN: <reason>"; held (healthd never
 //           returns it by itself), resumed by `resume`.
 //   resume: return a node healthd drained (its own drain or an admin's through it); a node drained by

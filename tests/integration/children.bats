@@ -40,13 +40,14 @@ teardown() {
   ls -l /proc/"$pid"/fd >&2  # shown if the test fails
   [ "$fds" = "0 1 2 " ]
   # No socket, not healthd's own variables (FAKE_NVML_SCENARIO is set for healthd by cluster.sh).
-  ! ls -l /proc/"$pid"/fd | grep -q socket
+  # (counted: a bare `! cmd` cannot fail a bats test, set -e ignores it)
+  [ "$(ls -l /proc/"$pid"/fd | grep -c socket)" = 0 ]
   grep -qx "PATH=/usr/sbin:/usr/bin:/sbin:/bin" <<<"$env"
   grep -qx "LANG=C" <<<"$env"
   grep -qx "LC_ALL=C" <<<"$env"
   grep -qx "HOME=/" <<<"$env"
   grep -qx "SLURM_CONF=$SLURM_CONF" <<<"$env"
-  ! grep -q "^FAKE_NVML_SCENARIO=" <<<"$env"
+  [ "$(grep -c "^FAKE_NVML_SCENARIO=" <<<"$env")" = 0 ]
   ! grep -vE "^(PATH|LANG|LC_ALL|HOME|SLURM_CONF|TZ)=" <<<"$env"
 }
 

@@ -298,3 +298,44 @@ PY
   [ "${lines[2]}" = "restart named True" ]
   [ "${lines[3]}" = "rebuilt said True" ]
 }
+
+@test "a node without an NVIDIA driver starts without a warning about it, and healthy sweeps log nothing" {
+  local dir="${AR_CLUSTER_DIR}/no-gpu-$$"
+  mkdir -p "$dir"
+  : > "$dir/kern.log"
+  # No NVIDIA library where the GPU check looks, and only checks that pass on any machine.
+  printf '[daemon]\nnode_name = "nx"\nhost_root = "%s"\n[policy]\ncheck_interval_s = 1\n[checks.kernel_log]\npath = "/kern.log"\n[checks.gpu]\nlibrary = "%s/no-such-libnvidia-ml.so.1"\n[checks.node]\nenabled = false\n[checks.ec2]\nenabled = false\n' \
+    "$dir" "$dir" > "$dir/healthd.toml"
+  run python3 - "$AR_HEALTHD" "$AR_HEALTHCTL" "$dir" <<'PY'
+import json, signal, subprocess, sys, time
+healthd, healthctl, d = sys.argv[1:4]
+# stdout is thrown away: what healthd has to say goes to stderr (a config error included).
+p = subprocess.Popen([healthd, "--config", d + "/healthd.toml", "--socket", d + "/h.sock", "--state-dir", d + "/state"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(d + "/healthd.log", "w"))
+def seq():
+    out = subprocess.run([healthctl, "--socket", d + "/h.sock", "status", "--json"], capture_output=True, text=True)
+    try:
+        return json.loads(out.stdout)["health"].get("sweep_seq", 0)
+    except (ValueError, KeyError, TypeError):
+        return -1
+deadline = time.time() + 30
+while seq() < 1 and time.time() < deadline:
+    time.sleep(0.2)
+lines_after_first = len(open(d + "/healthd.log").read().splitlines())
+first = seq()
+while seq() < first + 3 and time.time() < deadline + 30:
+    time.sleep(0.2)
+log = open(d + "/healthd.log").read().splitlines()
+p.send_signal(signal.SIGTERM)
+p.wait(timeout=10)
+for line in log:
+    print(line)
+print("new lines over 3 healthy sweeps:", len(log) - lines_after_first)
+PY
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -q "nvml events: not watching" "$dir/healthd.log"  # said, once...
+  # ...and not as a warning or an error (this standalone daemon has no Slurm, which it does say)
+  [ "$(grep -E " (warning|error|critical) " "$dir/healthd.log" | grep -ciE "nvml|nvidia|gpu")" = 0 ]
+  [[ "$output" == *"new lines over 3 healthy sweeps: 0"* ]]
+}

@@ -487,6 +487,9 @@ TEST(Metrics, LabelValuesFromOutsideAreCappedPerFamilyAndTheRestCountedAsOther) 
   m.observe_status(status_with({result("efa.ports", "ok", {{"ports", ports}})}));
   EXPECT_EQ(samples(m, "healthd_efa_device_up").size(), 256u);
   EXPECT_EQ(value(m, "healthd_metrics_label_overflow_total", {{"family", "healthd_efa_device_up"}}), 44);
+  // The same sets left out again at the next status are not counted again.
+  m.observe_status(status_with({result("efa.ports", "ok", {{"ports", ports}})}));
+  EXPECT_EQ(value(m, "healthd_metrics_label_overflow_total", {{"family", "healthd_efa_device_up"}}), 44);
 }
 
 TEST(Metrics, AStatusOfOddShapesIsReadAsFarAsItGoesNeverThrownOn) {

@@ -62,7 +62,10 @@ struct CountingEvents : HealthEvents {
   nlohmann::json health_status() override { return nlohmann::json::object(); }
   nlohmann::json explain(std::uint32_t) override { return nlohmann::json::array(); }
   std::uint64_t check_now() override { return ++sweeps; }
-  nlohmann::json events(std::uint32_t limit) override { return nlohmann::json::array({{{"limit", limit}}}); }
+  nlohmann::json events(std::uint32_t limit) override {
+    // A node event, and one of job 7 (uid 1000's).
+    return nlohmann::json::array({{{"limit", limit}, {"job_id", 0}}, {{"limit", limit}, {"job_id", 7}}});
+  }
   std::vector<std::string> admin_done;
   std::expected<nlohmann::json, proto::Error> admin(const AdminRequest& r, const Peer&) override {
     if (const auto* clear = std::get_if<proto::AdminClear>(&r); clear && clear->code == "NOPE")
@@ -107,6 +110,12 @@ TEST(RequestHandler, EventsAreForEveryoneWithABoundedLimit) {
   EXPECT_EQ(reply["data"]["events"][0]["limit"], 7);
   EXPECT_EQ(handler.handle(R"({"v":1,"type":"events"})", Peer{4242, 1})["data"]["events"][0]["limit"], 50);
   EXPECT_EQ(handler.handle(R"({"v":1,"type":"events","limit":0})", Peer{4242, 1})["error"]["code"], proto::err::kBadField);
+  // A job's events are for those who may see the job (its timeline is); the node's for everyone.
+  EXPECT_EQ(reply["data"]["events"].size(), 1u) << "uid 4242 does not see job 7";
+  EXPECT_EQ(handler.handle(proto::to_json(proto::EventsQuery{7}).dump(), Peer{0, 1})["data"]["events"].size(), 2u);
+  proto::StepStart start{7, 0, "n1", 1000, true, 0};
+  handler.handle(proto::to_json(start).dump(), Peer{0, 1});
+  EXPECT_EQ(handler.handle(proto::to_json(proto::EventsQuery{7}).dump(), Peer{1000, 1})["data"]["events"].size(), 2u);
   EXPECT_EQ(handler.handle(R"({"v":1,"type":"events","limit":5000})", Peer{4242, 1})["error"]["code"], proto::err::kBadField);
 }
 

@@ -1350,16 +1350,17 @@ TEST(AdminActions, ADrainIsHeldNeverReturnedByHealthdAndAResumeReturnsIt) {
   f.slurm.nodes["n1"].drain = true;
   RecordedNotices notices;
   f.responder->set_notices(&notices, 3);
-  f.responder->admin_drain("swapping DIMM B2", 0, f.now);
+  f.responder->admin_drain("swapping DIMM B2", 0, 41, f.now);
   f.sweep(false, {});
   ASSERT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: ADMIN: swapping DIMM B2");
   ASSERT_EQ(notices.count(NoticeKind::admin), 1);
   EXPECT_EQ(notices.first(NoticeKind::admin)->action, "drain");
   EXPECT_EQ(notices.first(NoticeKind::admin)->uid, std::optional<std::uint32_t>(0));
+  EXPECT_EQ(notices.first(NoticeKind::admin)->request, 41u) << "healthctl waits for the notice of its own request";
   for (int i = 0; i < 6; ++i) f.sweep(false, {});
   EXPECT_EQ(f.slurm.count("resume n2"), 0) << "held: healthd never returns an admin's drain";
-  f.responder->admin_resume(false, 0, f.now);
+  f.responder->admin_resume(false, 0, 42, f.now);
   f.sweep(false, {});
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
   EXPECT_EQ(notices.count(NoticeKind::admin), 2);
@@ -1371,12 +1372,12 @@ TEST(AdminActions, AResumeOfSomeoneElsesDrainNeedsForce) {
   f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "ops: cabling", {"debug"}, true};
   RecordedNotices notices;
   f.responder->set_notices(&notices, 3);
-  f.responder->admin_resume(false, 0, f.now);
+  f.responder->admin_resume(false, 0, 42, f.now);
   f.sweep(false, {});
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   ASSERT_EQ(notices.count(NoticeKind::admin), 1);
   EXPECT_NE(notices.first(NoticeKind::admin)->message.find("use --force"), std::string::npos);
-  f.responder->admin_resume(true, 0, f.now);
+  f.responder->admin_resume(true, 0, 43, f.now);
   f.sweep(false, {});
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
 }
@@ -1388,15 +1389,21 @@ TEST(AdminActions, AClearedFaultFoundAgainIsANewEpisode) {
   f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};  // an admin resumed it meanwhile
   f.sweep(true, {});
   EXPECT_EQ(f.slurm.count("drain n2"), 1) << "the admin's override stands for the same episode";
-  f.responder->admin_clear("GPU-XID-79", 1, 0, f.now);
+  f.responder->admin_clear("GPU-XID-79", 1, 0, 0, 44, f.now);
   f.sweep(true, {});
   EXPECT_EQ(f.slurm.count("drain n2"), 2) << "the admin said it was fixed; found again, it is a new fault";
 }
 
-TEST(AdminActions, AJournalledAdminDrainKeepsItsFlagsAcrossARestart) {
+TEST(AdminActions, JournalledAdminEntriesKeepTheirFlagsAcrossARestart) {
   ar::test::TempDir dir;
   {
     Journal j{dir / "journal.json"};
+    JournalEntry drain;
+    drain.kind = Action::drain;
+    drain.node = "n2";
+    drain.admin = drain.held = true;
+    drain.request = 99;
+    ASSERT_TRUE(j.add(drain));
     JournalEntry e;
     e.kind = Action::resume;
     e.node = "n2";
@@ -1407,8 +1414,12 @@ TEST(AdminActions, AJournalledAdminDrainKeepsItsFlagsAcrossARestart) {
   }
   Journal again{dir / "journal.json"};
   ASSERT_TRUE(again.load());
-  ASSERT_EQ(again.pending().size(), 1u);
+  ASSERT_EQ(again.pending().size(), 2u);
   EXPECT_TRUE(again.pending()[0].admin);
-  EXPECT_TRUE(again.pending()[0].force);
-  EXPECT_EQ(again.pending()[0].by_uid, std::optional<std::uint32_t>(0));
+  EXPECT_TRUE(again.pending()[0].held);
+  EXPECT_EQ(again.pending()[0].request, 99u);
+  EXPECT_FALSE(again.pending()[0].by_uid);
+  EXPECT_TRUE(again.pending()[1].admin);
+  EXPECT_TRUE(again.pending()[1].force);
+  EXPECT_EQ(again.pending()[1].by_uid, std::optional<std::uint32_t>(0));
 }
