@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "zone_guard.hpp"
+
 #include "format.hpp"
 
 using nlohmann::json;
@@ -18,25 +20,7 @@ namespace {
 // 2026-11-29 14:03:22.000 UTC.
 constexpr std::int64_t kNow = 1795961002000;
 
-// The time zone set for one test and given back after it: the tables print local time.
-class ZoneGuard {
- public:
-  explicit ZoneGuard(const char* tz) {
-    if (const char* old = std::getenv("TZ")) old_ = old;
-    ::setenv("TZ", tz, 1);
-    ::tzset();
-  }
-  ~ZoneGuard() {
-    if (old_) ::setenv("TZ", old_->c_str(), 1);
-    else ::unsetenv("TZ");
-    ::tzset();
-  }
-  ZoneGuard(const ZoneGuard&) = delete;
-  ZoneGuard& operator=(const ZoneGuard&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
+using ar::test::ZoneGuard;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

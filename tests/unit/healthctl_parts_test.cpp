@@ -5,6 +5,8 @@
 #include <optional>
 
 #include <gtest/gtest.h>
+
+#include "zone_guard.hpp"
 #include <nlohmann/json.hpp>
 
 #include "clock_text.hpp"
@@ -21,24 +23,7 @@ namespace {
 
 constexpr std::int64_t kNow = 1795961002000;  // 2026-11-29 14:03:22 UTC
 
-class ZoneGuard {
- public:
-  explicit ZoneGuard(const char* tz) {
-    if (const char* old = std::getenv("TZ")) old_ = old;
-    ::setenv("TZ", tz, 1);
-    ::tzset();
-  }
-  ~ZoneGuard() {
-    if (old_) ::setenv("TZ", old_->c_str(), 1);
-    else ::unsetenv("TZ");
-    ::tzset();
-  }
-  ZoneGuard(const ZoneGuard&) = delete;
-  ZoneGuard& operator=(const ZoneGuard&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
+using ar::test::ZoneGuard;
 
 json health_of(std::initializer_list<const char*> statuses, bool faulty = false) {
   json checks = json::array();
