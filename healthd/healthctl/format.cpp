@@ -47,7 +47,9 @@ std::string format_explain(const nlohmann::json& d, const RenderOptions& o) {
   if (events.empty())
     return fmt::format("node {} has no record of job {}\n", text_of(d, "node", "?"), int_of(d, "job_id"));
   const auto first = int_of(events.front(), "at_ms");
-  std::string out = fmt::format("job {} as seen by healthd on {} (local time, UTC{}):\n", int_of(d, "job_id"),
+  const auto uid = int_of(d, "uid", -1);  // the job's owner, when the node saw its steps
+  const std::string owner = uid >= 0 && uid <= UINT32_MAX ? " (" + o.user(static_cast<std::uint32_t>(uid)) + ")" : "";
+  std::string out = fmt::format("job {}{} as seen by healthd on {} (local time, UTC{}):\n", int_of(d, "job_id"), owner,
                                 text_of(d, "node", "?"), utc_offset(first));
   std::vector<Row> rows;
   for (const auto& e : events) {

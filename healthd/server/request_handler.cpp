@@ -188,8 +188,12 @@ nlohmann::json RequestHandler::events(const Peer& peer, std::uint32_t limit) con
 // `forbidden`: a refusal would tell which job ids run here.
 nlohmann::json RequestHandler::explain(const Peer& peer, std::uint32_t job_id) const {
   nlohmann::json timeline = nlohmann::json::array();
-  if (events_ && may_see(peer, job_id)) timeline = events_->explain(job_id);
-  return {{"node", info_.node}, {"job_id", job_id}, {"timeline", timeline}};
+  const bool visible = may_see(peer, job_id);
+  if (events_ && visible) timeline = events_->explain(job_id);
+  nlohmann::json reply = {{"node", info_.node}, {"job_id", job_id}, {"timeline", timeline}};
+  // The owner, as the registry has it from the job's steps (healthctl shows the user's name).
+  if (auto job = registry_.jobs().find(job_id); visible && job != registry_.jobs().end()) reply["uid"] = job->second.uid;
+  return reply;
 }
 
 }  // namespace ar::healthd

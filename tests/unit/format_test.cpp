@@ -456,6 +456,7 @@ TEST(HealthctlFormat, EmptyJobsSaySo) {
 TEST(HealthctlFormat, ExplainShowsLocalDatesAndOffsets) {
   json d = {{"node", "n2"},
             {"job_id", 42},
+            {"uid", 1000},
             {"timeline", json::array({{{"at_ms", kNow - 86400000 + 5}, {"node", "n2"}, {"event", "step_failed"},
                                        {"detail", "step 0 task 1: exit 3"}},
                                       {{"at_ms", kNow - 86400000 + 1145}, {"node", "n2"}, {"event", "requeued"},
@@ -464,6 +465,7 @@ TEST(HealthctlFormat, ExplainShowsLocalDatesAndOffsets) {
     ZoneGuard utc("UTC");
     const auto out = ar::healthctl::format_explain(d, options());
     EXPECT_NE(out.find("UTC+00:00"), std::string::npos) << out;
+    EXPECT_NE(out.find("job 42 (alice) as seen by healthd on n2"), std::string::npos) << out;
     EXPECT_TRUE(std::regex_search(line_with(out, "step_failed"), std::regex("^2026-11-28 14:03:22\\.005 +\\+0\\.000s ")))
         << out;
     EXPECT_TRUE(std::regex_search(line_with(out, "requeued"), std::regex("^2026-11-28 14:03:23\\.145 +\\+1\\.140s ")))

@@ -233,6 +233,8 @@ TEST(RequestHandler, ExplainOfSomeoneElsesJobAnswersAsForAnUnknownJob) {
   ASSERT_EQ(other["ok"], true);
   EXPECT_TRUE(other["data"]["timeline"].empty());
   EXPECT_EQ(other["data"]["timeline"], unknown["data"]["timeline"]);
+  EXPECT_FALSE(other["data"].contains("uid")) << "the owner of someone else's job is not told";
+  EXPECT_EQ(own["data"]["uid"], 1000) << "the owner, for healthctl's user name";
   EXPECT_EQ(t.explain_as(0, 20)["data"]["timeline"].size(), 1u);
   EXPECT_EQ(t.explain_as(3000, 20)["data"]["timeline"].size(), 1u);
 }
