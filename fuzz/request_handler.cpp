@@ -20,8 +20,19 @@ class Events : public ar::healthd::HealthEvents {
   nlohmann::json health_status() override { return {{"checks", nlohmann::json::array()}, {"failures", failures_}}; }
   nlohmann::json explain(std::uint32_t job_id) override { return nlohmann::json::array({{{"job", job_id}}}); }
   std::uint64_t check_now() override { return ++sweeps_; }
+  // A node event and one of job 7, so the events filter takes both paths.
+  nlohmann::json events(std::uint32_t limit) override {
+    return nlohmann::json::array({{{"job_id", 0}, {"limit", limit}}, {{"job_id", 7}, {"limit", limit}}});
+  }
+  // Admin requests that reach here passed the root check; one code is a conflict, as a real one may be.
+  std::expected<nlohmann::json, ar::proto::Error> admin(const AdminRequest& request, const ar::healthd::Peer&) override {
+    if (const auto* clear = std::get_if<ar::proto::AdminClear>(&request); clear && clear->code.size() % 2 == 1)
+      return std::unexpected(ar::proto::Error{ar::proto::err::kConflict, "not active: " + ar::proto::quote_client_text(clear->code)});
+    return nlohmann::json{{"message", "queued"}, {"at_ms", 0}, {"request", ++admin_}};
+  }
 
  private:
+  std::uint64_t admin_ = 0;
   nlohmann::json failures_ = nlohmann::json::array();
   std::uint64_t sweeps_ = 0;
 };
