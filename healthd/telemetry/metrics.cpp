@@ -1,5 +1,7 @@
 #include "telemetry/metrics.hpp"
 
+#include "text/json_read.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -56,14 +58,8 @@ int rank(const std::string& status) {
 }
 
 // The engine's status is our own, but read as data: a field of another type is taken as absent.
-std::string string_at(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-bool flag_at(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
+using json_read::flag_at;
+using json_read::string_at;
 double number_at(const json& j, const char* key, double otherwise = 0) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : otherwise;

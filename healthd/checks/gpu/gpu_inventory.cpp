@@ -6,6 +6,7 @@
 
 #include "actions/action.hpp"
 #include "collectors/gpu_snapshot.hpp"
+#include "text/json_read.hpp"
 
 namespace ar::healthd {
 namespace {
@@ -13,15 +14,8 @@ namespace {
 using json = nlohmann::json;
 
 // The results are our own, but read as data: a field of another type is taken as absent.
-std::string text(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool flag(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
+constexpr auto text = json_read::string_at;
+constexpr auto flag = json_read::flag_at;
 
 std::optional<std::uint64_t> count(const json& j, const char* key) {
   auto it = j.find(key);
