@@ -45,6 +45,12 @@ struct GpuSnapshot {
   std::optional<unsigned> power_mw, power_limit_mw;
   std::optional<bool> persistence_mode;
 
+  // The processes using the GPU (compute and graphics contexts), by pid, sorted: a GPU reset is refused
+  // while there is any. Empty optional: could not look (entry point missing, the query failed, or more
+  // processes than healthd reads; `errors` says which when it is worth telling). Pids are as the
+  // driver sees them: the host's pid namespace.
+  std::optional<std::vector<unsigned>> processes;
+
   // NVLink: only links the device has (NVML says "not supported" past the last one).
   std::vector<NvLinkSnapshot> nvlinks;
   bool nvlink_supported = false;

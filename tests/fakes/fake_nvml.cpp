@@ -30,7 +30,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +62,7 @@ using namespace std::chrono_literals;
 
 constexpr unsigned kMaxDevices = 64;
 constexpr unsigned kDefaultDevices = 8;
+constexpr std::size_t kMaxProcesses = 4096;  // per list and device, to keep a scenario sane
 constexpr auto kHangPoll = 50ms;
 constexpr auto kEventPoll = 20ms;
 constexpr unsigned long long kSupportedEvents = nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError |
@@ -105,6 +108,7 @@ struct Device {
   bool persistence = true;
   std::vector<Link> nvlink = std::vector<Link>(NVML_NVLINK_MAX_LINKS);
   unsigned recovery_action = NVML_GPU_RECOVERY_ACTION_NONE;
+  std::vector<unsigned> processes, graphics_processes;  // pids with a compute / graphics context
 };
 
 struct Event {
@@ -165,7 +169,8 @@ Device parse_device(const json& j, unsigned index) {
   const std::string where = "devices[" + std::to_string(index) + "]";
   check_keys(j,
              {"name", "uuid", "bus_id", "lost", "ecc", "retired_pages", "remap", "clock_reasons", "pcie",
-              "temperature", "power_mw", "power_limit_mw", "persistence", "nvlink", "recovery_action"},
+              "temperature", "power_mw", "power_limit_mw", "persistence", "nvlink", "recovery_action", "processes",
+              "graphics_processes"},
              where);
   Device d = default_device(index);
   take(j, "name", d.name);
@@ -215,6 +220,11 @@ Device parse_device(const json& j, unsigned index) {
     }
   }
   take(j, "recovery_action", d.recovery_action);
+  for (auto [key, list] : {std::pair{"processes", &d.processes}, std::pair{"graphics_processes", &d.graphics_processes}}) {
+    take(j, key, *list);
+    if (list->size() > kMaxProcesses)
+      throw std::runtime_error(where + "." + key + ": more than " + std::to_string(kMaxProcesses) + " pids");
+  }
   return d;
 }
 
@@ -441,6 +451,34 @@ nvmlReturn_t init(std::string_view call) noexcept {
 
 nvmlReturn_t clock_reasons(std::string_view call, nvmlDevice_t device, unsigned long long* reasons) noexcept {
   return on_device(call, device, [&](const Device& d) { return put(reasons, d.clock_reasons); });
+}
+
+// infoCount is in/out as in the real API: the room in `infos` on the way in, the number of processes
+// on the way out; too little room answers INSUFFICIENT_SIZE with the count set, and a room of 0 with
+// no processes is SUCCESS (infos may then be null). Info is nvmlProcessInfo_t (_v2, _v3) or
+// nvmlProcessInfo_v1_t (the unsuffixed names): each is written with its own layout.
+template <class Info>
+nvmlReturn_t running_processes(std::string_view call, nvmlDevice_t device, unsigned int* infoCount, Info* infos,
+                               bool graphics) noexcept {
+  return on_device(call, device, [&](const Device& d) -> nvmlReturn_t {
+    if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const std::vector<unsigned>& pids = graphics ? d.graphics_processes : d.processes;
+    const unsigned room = *infoCount;
+    *infoCount = static_cast<unsigned>(pids.size());
+    if (room < pids.size()) return NVML_ERROR_INSUFFICIENT_SIZE;
+    if (!pids.empty() && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      Info info{};
+      info.pid = pids[i];
+      info.usedGpuMemory = 1ULL << 30;
+      if constexpr (std::is_same_v<Info, nvmlProcessInfo_t>) {
+        info.gpuInstanceId = 0xFFFFFFFFu;  // not MIG
+        info.computeInstanceId = 0xFFFFFFFFu;
+      }
+      infos[i] = info;
+    }
+    return NVML_SUCCESS;
+  });
 }
 
 nvmlReturn_t wait_event(std::string_view call, nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeoutms) noexcept {
@@ -756,4 +794,35 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
     delete set;
     return NVML_SUCCESS;
   });
+}
+
+// The processes on a GPU. A driver of today exports all three versions; the old-driver variant lacks
+// _v3 (the unsuffixed names take the shorter nvmlProcessInfo_v1_t).
+#ifndef FAKE_NVML_OLD_DRIVER
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                      nvmlProcessInfo_t* infos) {
+  return running_processes(__func__, device, infoCount, infos, /*graphics=*/false);
+}
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                       nvmlProcessInfo_t* infos) {
+  return running_processes(__func__, device, infoCount, infos, /*graphics=*/true);
+}
+#endif
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                                      nvmlProcessInfo_t* infos) {
+  return running_processes(__func__, device, infoCount, infos, /*graphics=*/false);
+}
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                                       nvmlProcessInfo_t* infos) {
+  return running_processes(__func__, device, infoCount, infos, /*graphics=*/true);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                   nvmlProcessInfo_v1_t* infos) {
+  return running_processes(__func__, device, infoCount, infos, /*graphics=*/false);
+}
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                    nvmlProcessInfo_v1_t* infos) {
+  return running_processes(__func__, device, infoCount, infos, /*graphics=*/true);
 }

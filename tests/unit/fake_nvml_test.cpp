@@ -57,6 +57,12 @@ struct Api {
   nvml::EventSetWaitFn event_wait_v2 = nullptr;
   nvml::EventSetWaitFn event_wait = nullptr;
   nvml::EventSetFreeFn event_set_free = nullptr;
+  nvml::RunningProcessesFn compute_processes_v3 = nullptr;
+  nvml::RunningProcessesFn compute_processes_v2 = nullptr;
+  nvml::RunningProcessesV1Fn compute_processes_v1 = nullptr;
+  nvml::RunningProcessesFn graphics_processes_v3 = nullptr;
+  nvml::RunningProcessesFn graphics_processes_v2 = nullptr;
+  nvml::RunningProcessesV1Fn graphics_processes_v1 = nullptr;
 
   explicit Api(const char* path) : lib(::dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
     if (lib == nullptr) return;
@@ -92,6 +98,12 @@ struct Api {
     resolve(event_wait_v2, "nvmlEventSetWait_v2");
     resolve(event_wait, "nvmlEventSetWait");
     resolve(event_set_free, "nvmlEventSetFree");
+    resolve(compute_processes_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
+    resolve(compute_processes_v2, "nvmlDeviceGetComputeRunningProcesses_v2");
+    resolve(compute_processes_v1, "nvmlDeviceGetComputeRunningProcesses");
+    resolve(graphics_processes_v3, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+    resolve(graphics_processes_v2, "nvmlDeviceGetGraphicsRunningProcesses_v2");
+    resolve(graphics_processes_v1, "nvmlDeviceGetGraphicsRunningProcesses");
   }
   ~Api() {
     if (lib != nullptr) ::dlclose(lib);
@@ -99,13 +111,15 @@ struct Api {
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
 
-  // Everything the full library must export (the old one lacks the three newer names).
+  // Everything the full library must export (the old one lacks the five newer names).
   bool complete() const {
     return init && shutdown && error_string && driver_version && count && handle && name && uuid && pci && ecc &&
            retired_pages && pages_pending && remapped_rows && clock_event_reasons && clock_throttle_reasons &&
            pcie_gen && pcie_max_gen && pcie_width && pcie_max_width && temperature && power && power_limit &&
            persistence && nvlink_state && nvlink_errors && field_values && event_set_create && supported_events &&
-           register_events && event_wait_v2 && event_wait && event_set_free;
+           register_events && event_wait_v2 && event_wait && event_set_free && compute_processes_v3 &&
+           compute_processes_v2 && compute_processes_v1 && graphics_processes_v3 && graphics_processes_v2 &&
+           graphics_processes_v1;
   }
 
   nvmlDevice_t device(unsigned index) const {
@@ -378,6 +392,61 @@ TEST_F(FakeNvml, NvLinksPastTheListAreNotSupported) {
   EXPECT_EQ(nvml.shutdown(), NVML_SUCCESS);
 }
 
+TEST_F(FakeNvml, RunningProcessesCountIsInAndOut) {
+  write(R"({"devices": [{"processes": [1234, 5678], "graphics_processes": [99]}, {}]})");
+  ASSERT_EQ(nvml.init(), NVML_SUCCESS);
+  nvmlDevice_t d0 = nvml.device(0);
+  // No room: the count, and "insufficient size" because there are some.
+  unsigned count = 0;
+  EXPECT_EQ(nvml.compute_processes_v3(d0, &count, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, 2u);
+  nvmlProcessInfo_t infos[4]{};
+  infos[2].pid = 7;
+  count = 1;
+  EXPECT_EQ(nvml.compute_processes_v3(d0, &count, infos), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, 2u);
+  count = 4;
+  ASSERT_EQ(nvml.compute_processes_v3(d0, &count, infos), NVML_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(infos[0].pid, 1234u);
+  EXPECT_EQ(infos[1].pid, 5678u);
+  EXPECT_GT(infos[1].usedGpuMemory, 0u);
+  EXPECT_EQ(infos[1].gpuInstanceId, 0xFFFFFFFFu);  // not MIG
+  EXPECT_EQ(infos[1].computeInstanceId, 0xFFFFFFFFu);
+  EXPECT_EQ(infos[2].pid, 7u);  // past the count: untouched
+  count = 4;
+  ASSERT_EQ(nvml.compute_processes_v2(d0, &count, infos), NVML_SUCCESS);
+  EXPECT_EQ(count, 2u);
+  // The unsuffixed entry point writes the two-field v1 layout: the second pid sits 16 bytes in.
+  nvmlProcessInfo_v1_t v1[3]{};
+  count = 3;
+  ASSERT_EQ(nvml.compute_processes_v1(d0, &count, v1), NVML_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(v1[0].pid, 1234u);
+  EXPECT_EQ(v1[1].pid, 5678u);
+  EXPECT_EQ(v1[2].pid, 0u);
+  count = 4;
+  ASSERT_EQ(nvml.graphics_processes_v3(d0, &count, infos), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(infos[0].pid, 99u);
+  // None: success with a count of 0, no buffer needed.
+  count = 0;
+  EXPECT_EQ(nvml.compute_processes_v3(nvml.device(1), &count, nullptr), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  EXPECT_EQ(nvml.graphics_processes_v1(nvml.device(1), &count, nullptr), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  EXPECT_EQ(nvml.compute_processes_v3(d0, nullptr, infos), NVML_ERROR_INVALID_ARGUMENT);
+
+  write(R"({"devices": [{"processes": [1], "lost": true}],
+            "fail": {"nvmlDeviceGetComputeRunningProcesses_v2": 999}})");
+  EXPECT_EQ(nvml.compute_processes_v3(d0, &count, nullptr), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(nvml.compute_processes_v2(d0, &count, nullptr), NVML_ERROR_UNKNOWN);  // "fail" is per name
+  write(R"({"devices": [{"processes": "1234"}]})");  // rejected: the last good scenario stays
+  count = 0;
+  EXPECT_EQ(nvml.compute_processes_v3(d0, &count, nullptr), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(nvml.shutdown(), NVML_SUCCESS);
+}
+
 TEST_F(FakeNvml, AHangingCallReturnsOnceItsEntryIsRemoved) {
   write(R"({"hang": ["nvmlDeviceGetTemperature"], "devices": [{"temperature": 77}]})");
   ASSERT_EQ(nvml.init(), NVML_SUCCESS);
@@ -482,16 +551,25 @@ TEST_F(FakeNvmlOld, TheOldDriverLacksTheNewerNamesButHasTheirFallbacks) {
   EXPECT_EQ(old.clock_event_reasons, nullptr);
   EXPECT_EQ(old.field_values, nullptr);
   EXPECT_EQ(old.event_wait_v2, nullptr);
+  EXPECT_EQ(old.compute_processes_v3, nullptr);
+  EXPECT_EQ(old.graphics_processes_v3, nullptr);
   ASSERT_NE(old.clock_throttle_reasons, nullptr);
   ASSERT_NE(old.event_wait, nullptr);
+  ASSERT_NE(old.compute_processes_v2, nullptr);
+  ASSERT_NE(old.graphics_processes_v2, nullptr);
   ASSERT_NE(old.init, nullptr);
 
-  write(R"({"devices": [{"clock_reasons": 8}]})");
+  write(R"({"devices": [{"clock_reasons": 8, "processes": [4321]}]})");
   ASSERT_EQ(old.init(), NVML_SUCCESS);
   nvmlDevice_t d0 = old.device(0);
   unsigned long long reasons = 0;
   EXPECT_EQ(old.clock_throttle_reasons(d0, &reasons), NVML_SUCCESS);
   EXPECT_EQ(reasons, nvmlClocksThrottleReasonHwSlowdown);
+  nvmlProcessInfo_t infos[2]{};
+  unsigned count = 2;
+  ASSERT_EQ(old.compute_processes_v2(d0, &count, infos), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(infos[0].pid, 4321u);
   nvmlEventSet_t set = nullptr;
   ASSERT_EQ(old.event_set_create(&set), NVML_SUCCESS);
   nvmlEventData_t data{};

@@ -2,7 +2,9 @@
 // the snapshot, a hung call turned into a verdict within the deadline, and events as they happen.
 #include <cstdlib>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -50,16 +52,18 @@ TEST(NvmlCollector, ReadsEveryGpuOfTheFake) {
   ASSERT_TRUE(g.row_remap);
   EXPECT_EQ(g.nvlinks.size(), 18u);
   EXPECT_EQ(g.recovery_action, 0u);
+  EXPECT_EQ(g.processes, std::vector<unsigned>{});  // looked, and found none
   EXPECT_TRUE(fleet.missing_symbols.empty());
 }
 
 TEST(NvmlCollector, AnOlderDriverLosesOnlyWhatItLacks) {
-  Scenario s(R"({"devices":[{"clock_reasons": 8}]})");
+  Scenario s(R"({"devices":[{"clock_reasons": 8, "processes": [77, 12]}]})");
   NvmlCollector c(FAKE_NVML_OLD_PATH);
   auto fleet = c.collect();
   ASSERT_TRUE(fleet.nvml_loaded);
   ASSERT_EQ(fleet.gpus.size(), 1u);
   EXPECT_EQ(fleet.gpus[0].clock_event_reasons, 8u);  // through the older ClocksThrottleReasons name
+  EXPECT_EQ(fleet.gpus[0].processes, (std::vector<unsigned>{12, 77}));  // through ..._v2
   EXPECT_FALSE(fleet.gpus[0].recovery_action);
   ASSERT_EQ(fleet.missing_symbols.size(), 1u);
   EXPECT_EQ(fleet.missing_symbols[0].text(), "nvmlDeviceGetFieldValues (GPU recovery action)");
@@ -86,6 +90,121 @@ TEST(NvmlCollector, ALostGpuIsMarkedAndTheOthersRead) {
   EXPECT_FALSE(fleet.gpus[0].lost);
   EXPECT_TRUE(fleet.gpus[1].lost);
   EXPECT_TRUE(fleet.gpus[2].temperature_c);
+}
+
+std::string pids_json(unsigned n) {
+  std::string s = "[";
+  for (unsigned i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(1000 + i);
+  return s + "]";
+}
+
+TEST(NvmlCollector, ReportsTheProcessesUsingEachGpu) {
+  // Compute and graphics contexts together, sorted, each pid once.
+  Scenario s(R"({"devices":[{"processes": [5678, 1234]}, {}, {"processes": [42], "graphics_processes": [42, 7]},
+                            {"lost": true}]})");
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  ASSERT_EQ(fleet.gpus.size(), 4u);
+  EXPECT_EQ(fleet.gpus[0].processes, (std::vector<unsigned>{1234, 5678}));
+  ASSERT_TRUE(fleet.gpus[1].processes);
+  EXPECT_TRUE(fleet.gpus[1].processes->empty());
+  EXPECT_EQ(fleet.gpus[2].processes, (std::vector<unsigned>{7, 42}));
+  EXPECT_FALSE(fleet.gpus[3].processes);  // lost: could not look
+  EXPECT_TRUE(fleet.gpus[0].errors.empty());
+
+  // A new list on the next collect, with the same loaded library.
+  s.write(R"({"devices":[{}, {"processes": [9]}]})");
+  fleet = c.collect();
+  ASSERT_EQ(fleet.gpus.size(), 2u);
+  EXPECT_EQ(fleet.gpus[0].processes, std::vector<unsigned>{});
+  EXPECT_EQ(fleet.gpus[1].processes, std::vector<unsigned>{9});
+}
+
+TEST(NvmlCollector, MoreProcessesThanItReadsIsUnknownNotAPartialList) {
+  Scenario s(R"({"devices":[{"processes": )" + pids_json(256) + R"(}, {"processes": )" + pids_json(300) + "}]}");
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  ASSERT_EQ(fleet.gpus.size(), 2u);
+  ASSERT_TRUE(fleet.gpus[0].processes);  // 256 is still read whole
+  EXPECT_EQ(fleet.gpus[0].processes->size(), 256u);
+  EXPECT_EQ(fleet.gpus[0].processes->back(), 1255u);
+  EXPECT_FALSE(fleet.gpus[1].processes);
+  ASSERT_TRUE(fleet.gpus[1].errors.contains("nvmlDeviceGetComputeRunningProcesses"));
+  EXPECT_NE(fleet.gpus[1].errors.at("nvmlDeviceGetComputeRunningProcesses").find("300 processes"), std::string::npos)
+      << fleet.gpus[1].errors.at("nvmlDeviceGetComputeRunningProcesses");
+}
+
+TEST(NvmlCollector, AFailedProcessQueryIsUnknownButUnsupportedGraphicsIsNot) {
+  Scenario s(R"({"devices":[{"processes": [1]}], "fail": {"nvmlDeviceGetComputeRunningProcesses_v3": 999}})");
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  ASSERT_EQ(fleet.gpus.size(), 1u);
+  EXPECT_FALSE(fleet.gpus[0].processes);
+  EXPECT_TRUE(fleet.gpus[0].errors.contains("nvmlDeviceGetComputeRunningProcesses"));
+
+  // Graphics failing for a reason worth telling: the compute list alone may miss a process.
+  s.write(R"({"devices":[{"processes": [1]}], "fail": {"nvmlDeviceGetGraphicsRunningProcesses_v3": 999}})");
+  fleet = c.collect();
+  EXPECT_FALSE(fleet.gpus.at(0).processes);
+  EXPECT_TRUE(fleet.gpus[0].errors.contains("nvmlDeviceGetGraphicsRunningProcesses"));
+
+  // A device without graphics process accounting: the compute list is the answer.
+  s.write(R"({"devices":[{"processes": [1]}], "fail": {"nvmlDeviceGetGraphicsRunningProcesses_v3": 3}})");
+  fleet = c.collect();
+  EXPECT_EQ(fleet.gpus.at(0).processes, std::vector<unsigned>{1});
+  EXPECT_TRUE(fleet.gpus[0].errors.empty());
+}
+
+TEST(NvmlCollector, CollectsOneGpuByEitherFormOfItsBusId) {
+  Scenario s(R"({"devices":[{"processes": [11]}, {"lost": true},
+                            {"bus_id": "00000000:3B:00.0", "processes": [5678, 1234], "persistence": false}]})");
+  for (const std::string address : {"00000000:3B:00.0", "0000:3b:00", "0000:3B:00.0"}) {
+    auto gpu = collect_one_gpu(FAKE_NVML_PATH, address);
+    ASSERT_TRUE(gpu) << address << ": " << gpu.error();
+    EXPECT_EQ(gpu->index, 2u) << address;
+    EXPECT_EQ(gpu->bus_id, "00000000:3B:00.0");
+    EXPECT_EQ(gpu->persistence_mode, false);
+    EXPECT_EQ(gpu->processes, (std::vector<unsigned>{1234, 5678}));
+  }
+  auto first = collect_one_gpu(FAKE_NVML_PATH, "0000:18:00");
+  ASSERT_TRUE(first) << first.error();
+  EXPECT_EQ(first->index, 0u);
+  EXPECT_EQ(first->processes, std::vector<unsigned>{11});
+
+  // An address no GPU has: the error names it, the GPUs NVML has, and the one that did not answer.
+  auto unknown = collect_one_gpu(FAKE_NVML_PATH, "0000:99:00");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("0000:99:00"), std::string::npos) << unknown.error();
+  EXPECT_NE(unknown.error().find("0000:3b:00"), std::string::npos) << unknown.error();
+  EXPECT_NE(unknown.error().find("GPU 1: GPU is lost"), std::string::npos) << unknown.error();
+  EXPECT_FALSE(collect_one_gpu(FAKE_NVML_PATH, ""));
+
+  // The same through a collector the caller keeps (the GPU check's own code path).
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto kept = c.collect_gpu("0000:3b:00");
+  ASSERT_TRUE(kept) << kept.error();
+  EXPECT_EQ(kept->index, 2u);
+  EXPECT_EQ(c.collect().gpus.size(), 3u);
+  EXPECT_TRUE(c.current_call().empty());
+}
+
+TEST(NvmlCollector, CollectOneGpuSaysWhyNvmlDidNotLoad) {
+  auto missing = collect_one_gpu("/nonexistent/libnvidia-ml.so.1", "0000:18:00");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << missing.error();
+  Scenario s;
+  std::filesystem::remove(s.file);  // no driver
+  auto no_driver = collect_one_gpu(FAKE_NVML_PATH, "0000:18:00");
+  ASSERT_FALSE(no_driver);
+  EXPECT_NE(no_driver.error().find("nvmlInit"), std::string::npos) << no_driver.error();
+}
+
+TEST(NvmlCollector, AnOlderDriverStillFindsOneGpuAndItsProcesses) {
+  Scenario s(R"({"devices":[{}, {"processes": [31]}]})");
+  auto gpu = collect_one_gpu(FAKE_NVML_OLD_PATH, "00000000:28:00.0");
+  ASSERT_TRUE(gpu) << gpu.error();
+  EXPECT_EQ(gpu->index, 1u);
+  EXPECT_EQ(gpu->processes, std::vector<unsigned>{31});
 }
 
 TEST(GpuCheck, FaultsInTheScenarioBecomeVerdictsNamingTheGpu) {

@@ -122,6 +122,20 @@ typedef struct nvmlFieldValue_st {
   nvmlValue_t value;
 } nvmlFieldValue_t;
 
+// nvmlDevice{Compute,Graphics}RunningProcesses: one process using the GPU. The _v2 and _v3 entry points
+// take this layout (nvmlProcessInfo_v2_t, which nvmlProcessInfo_t names); the unsuffixed ones, of older
+// drivers, the two-field nvmlProcessInfo_v1_t. gpuInstanceId/computeInstanceId are 0xFFFFFFFF outside MIG.
+typedef struct nvmlProcessInfo_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes; NVML_VALUE_NOT_AVAILABLE when the driver cannot tell
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+typedef struct nvmlProcessInfo_v1_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
 enum : unsigned { NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230 };  // driver 570+
 enum : unsigned {
   NVML_GPU_RECOVERY_ACTION_NONE = 0,
@@ -158,4 +172,8 @@ using EventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
 using SupportedEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
 using RegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
+// infoCount is in/out: the room in infos on the way in, the number of processes on the way out
+// (NVML_ERROR_INSUFFICIENT_SIZE when the room was smaller; infos may be null with a room of 0).
+using RunningProcessesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*);        // _v3, _v2
+using RunningProcessesV1Fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*);   // unsuffixed
 }  // namespace ar::healthd::nvml

@@ -2,10 +2,24 @@
 
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 
 #include "text/text.hpp"
 
 namespace ar::healthd {
+namespace {
+
+// The most processes read from one GPU: a reset is refused at the first anyway, and more than this on
+// one device is read as "could not look", never as a partial list.
+constexpr unsigned kMaxProcesses = 256;
+
+// The struct a running-processes entry point fills (its layout differs between _v2/_v3 and v1).
+template <typename Info>
+Info* process_info_of(nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, Info*)) {
+  return nullptr;
+}
+
+}  // namespace
 
 std::string short_pci_address(const std::string& bus_id) {
   // "00000000:18:00.0" -> "0000:18:00"; "0000:18:00" stays.
@@ -80,6 +94,61 @@ GpuFleetSnapshot NvmlCollector::collect() {
   }
   enter("");
   return fleet;
+}
+
+std::expected<GpuSnapshot, std::string> NvmlCollector::collect_gpu(const std::string& bus_id) {
+  if (bus_id.empty()) return std::unexpected(std::string("no GPU bus id given"));
+  const std::string shown = sanitize(bus_id, 64);  // the caller's text, in an error
+  std::string error;
+  auto lib = library(error);
+  if (!lib) return std::unexpected(error);
+  const auto& api = lib->api();
+  if (!api.pci_info)
+    return std::unexpected("GPU " + shown + ": this driver's NVML lacks nvmlDeviceGetPciInfo_v3 (PCI addresses)");
+  const std::string wanted = short_pci_address(bus_id);
+  unsigned count = 0;
+  enter("nvmlDeviceGetCount");
+  if (auto rc = api.device_count(&count); rc != NVML_SUCCESS) {
+    enter("");
+    return std::unexpected("GPU " + shown + ": nvmlDeviceGetCount: " + lib->error(rc));
+  }
+  std::string listed, unanswered;
+  auto add = [](std::string& list, const std::string& item) { list += (list.empty() ? "" : ", ") + item; };
+  for (unsigned i = 0; i < count; ++i) {
+    const std::string which = " (GPU " + std::to_string(i) + ")";
+    nvmlDevice_t dev = nullptr;
+    enter("nvmlDeviceGetHandleByIndex" + which);
+    if (auto rc = api.handle_by_index(i, &dev); rc != NVML_SUCCESS) {
+      add(unanswered, "GPU " + std::to_string(i) + ": " + lib->error(rc));
+      continue;
+    }
+    nvmlPciInfo_t pci{};
+    enter("nvmlDeviceGetPciInfo" + which);
+    if (auto rc = api.pci_info(dev, &pci); rc != NVML_SUCCESS) {
+      add(unanswered, "GPU " + std::to_string(i) + ": " + lib->error(rc));
+      continue;
+    }
+    const std::string address = short_pci_address(sanitize_c_buffer(pci.busId, sizeof pci.busId));
+    if (address != wanted) {
+      add(listed, address);
+      continue;
+    }
+    GpuSnapshot gpu;
+    gpu.index = i;
+    read_device(*lib, i, gpu);
+    enter("");
+    return gpu;
+  }
+  enter("");
+  std::string why = "no GPU at " + shown + " (NVML has " + std::to_string(count) + " GPU" +
+                    (count == 1 ? "" : "s") + (listed.empty() ? "" : ": " + listed);
+  if (!unanswered.empty()) why += "; not answering: " + unanswered;
+  return std::unexpected(why + ")");
+}
+
+std::expected<GpuSnapshot, std::string> collect_one_gpu(const std::filesystem::path& library, const std::string& bus_id) {
+  NvmlCollector collector(library.string());
+  return collector.collect_gpu(bus_id);  // the collector's library goes with it: nvmlShutdown, dlclose
 }
 
 void NvmlCollector::read_device(const NvmlLibrary& lib, unsigned index, GpuSnapshot& gpu) {
@@ -171,6 +240,57 @@ void NvmlCollector::read_device(const NvmlLibrary& lib, unsigned index, GpuSnaps
     nvmlEnableState_t s = NVML_FEATURE_DISABLED;
     if (query("nvmlDeviceGetPersistenceMode", [&] { return api.persistence_mode(dev, &s); }))
       gpu.persistence_mode = s == NVML_FEATURE_ENABLED;
+  }
+  // The processes with a compute or graphics context on the GPU. Asked with no room first: NVML says
+  // "insufficient size" and the count, or success when there are none; then with room for
+  // kMaxProcesses, since processes may start in between.
+  auto process_list = [&](const char* name, auto fn) -> std::optional<std::vector<unsigned>> {
+    using Info = std::remove_pointer_t<decltype(process_info_of(fn))>;  // nvmlProcessInfo_t or _v1_t
+    unsigned n = 0;
+    if (!query(name, [&] {
+          auto rc = fn(dev, &n, nullptr);
+          return rc == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : rc;
+        }))
+      return std::nullopt;
+    std::vector<unsigned> pids;
+    if (n == 0) return pids;
+    bool too_many = n > kMaxProcesses;
+    if (!too_many) {
+      std::vector<Info> infos(kMaxProcesses);
+      n = kMaxProcesses;
+      if (!query(name, [&] {
+            auto rc = fn(dev, &n, infos.data());
+            too_many = rc == NVML_ERROR_INSUFFICIENT_SIZE;
+            return too_many ? NVML_SUCCESS : rc;
+          }))
+        return std::nullopt;
+      if (!too_many) {
+        for (unsigned i = 0; i < std::min(n, kMaxProcesses); ++i) pids.push_back(infos[i].pid);
+        return pids;
+      }
+    }
+    gpu.errors[name] = std::to_string(n) + " processes, more than the " + std::to_string(kMaxProcesses) + " read";
+    return std::nullopt;
+  };
+  // Compute first: it is what a GPU check needs. A graphics list that failed for a reason worth telling
+  // leaves the answer unknown; one the device does not support adds nothing.
+  std::optional<std::vector<unsigned>> processes;
+  if (api.compute_processes || api.compute_processes_v1) {
+    const char* name = "nvmlDeviceGetComputeRunningProcesses";
+    processes = api.compute_processes ? process_list(name, api.compute_processes)
+                                      : process_list(name, api.compute_processes_v1);
+  }
+  if (processes && (api.graphics_processes || api.graphics_processes_v1)) {
+    const char* name = "nvmlDeviceGetGraphicsRunningProcesses";
+    auto graphics = api.graphics_processes ? process_list(name, api.graphics_processes)
+                                           : process_list(name, api.graphics_processes_v1);
+    if (graphics) processes->insert(processes->end(), graphics->begin(), graphics->end());
+    else if (gpu.lost || gpu.errors.contains(name)) processes.reset();
+  }
+  if (processes) {
+    std::sort(processes->begin(), processes->end());
+    processes->erase(std::unique(processes->begin(), processes->end()), processes->end());
+    gpu.processes = std::move(processes);
   }
   if (api.nvlink_state) {
     for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS && !gpu.lost; ++link) {

@@ -3,6 +3,8 @@
 // (see checks/gpu_check), and `current_call()` names the call that did not come back.
 #pragma once
 
+#include <expected>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +20,12 @@ class NvmlCollector {
 
   // Loads the library on first use (and again after a failure: a driver may be installed later).
   GpuFleetSnapshot collect();
+
+  // The one GPU at `bus_id`, in NVML's form ("00000000:3B:00.0") or the kernel log's ("0000:3b:00"):
+  // matched by short_pci_address on both sides, read as collect() reads each GPU. The error says why
+  // not: the library did not load, or no GPU answered at that address (it lists the addresses NVML has
+  // and the GPUs that did not answer). Not to be called at the same time as collect() on one collector.
+  std::expected<GpuSnapshot, std::string> collect_gpu(const std::string& bus_id);
 
   // "nvmlDeviceGetTemperature (GPU 2)": the NVML call in progress, empty when none.
   std::string current_call() const;
@@ -37,5 +45,10 @@ class NvmlCollector {
   std::shared_ptr<NvmlLibrary> lib_;
   std::string current_;
 };
+
+// Loads NVML from `library`, reads the GPU at `bus_id` (see NvmlCollector::collect_gpu), and shuts NVML
+// down again before returning: for a caller that needs one GPU's state now (its persistence mode, the
+// processes using it) and keeps no collector. Blocks as long as NVML does; bound it as GpuCheck does.
+std::expected<GpuSnapshot, std::string> collect_one_gpu(const std::filesystem::path& library, const std::string& bus_id);
 
 }  // namespace ar::healthd

@@ -22,6 +22,18 @@ void resolve(void* handle, Fn& slot, std::initializer_list<const char*> names, c
   missing.push_back({*names.begin(), disables});
 }
 
+// An entry point whose newer names take one struct layout and whose unsuffixed name of older drivers
+// takes another: the newer one goes to `slot`, else the older to `v1_slot`, else it is missing.
+template <typename Fn, typename V1Fn>
+void resolve_versioned(void* handle, Fn& slot, V1Fn& v1_slot, std::initializer_list<const char*> names,
+                       const char* v1_name, const char* disables, std::vector<MissingEntryPoint>& missing) {
+  std::vector<MissingEntryPoint> none;
+  resolve(handle, slot, names, disables, none);
+  if (slot) return;
+  resolve(handle, v1_slot, {v1_name}, disables, none);
+  if (!v1_slot) missing.push_back({*names.begin(), disables});
+}
+
 }  // namespace
 
 std::expected<std::shared_ptr<NvmlLibrary>, std::string> NvmlLibrary::open(const std::string& path) {
@@ -67,6 +79,12 @@ std::expected<std::shared_ptr<NvmlLibrary>, std::string> NvmlLibrary::open(const
   resolve(h, a.supported_events, {"nvmlDeviceGetSupportedEventTypes"}, "XID events", m);
   resolve(h, a.register_events, {"nvmlDeviceRegisterEvents"}, "XID events", m);
   resolve(h, a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"}, "XID events", m);
+  resolve_versioned(h, a.compute_processes, a.compute_processes_v1,
+                    {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"},
+                    "nvmlDeviceGetComputeRunningProcesses", "processes on the GPU", m);
+  resolve_versioned(h, a.graphics_processes, a.graphics_processes_v1,
+                    {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"},
+                    "nvmlDeviceGetGraphicsRunningProcesses", "graphics processes on the GPU", m);
   if (!a.init || !a.device_count || !a.handle_by_index)
     return std::unexpected(path + ": not an NVML library (nvmlInit/nvmlDeviceGetCount/nvmlDeviceGetHandleByIndex missing)");
   if (auto rc = a.init(); rc != NVML_SUCCESS) {

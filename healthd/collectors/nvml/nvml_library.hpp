@@ -40,6 +40,13 @@ struct NvmlApi {
   nvml::SupportedEventsFn supported_events = nullptr;
   nvml::RegisterEventsFn register_events = nullptr;
   nvml::EventSetWaitFn event_set_wait = nullptr;
+  // The processes using a GPU: _v3 or _v2 (nvmlProcessInfo_t) when the driver has one, else the
+  // unsuffixed entry point of older drivers (nvmlProcessInfo_v1_t) in the *_v1 slot. At most one of
+  // each pair is set.
+  nvml::RunningProcessesFn compute_processes = nullptr;
+  nvml::RunningProcessesV1Fn compute_processes_v1 = nullptr;
+  nvml::RunningProcessesFn graphics_processes = nullptr;
+  nvml::RunningProcessesV1Fn graphics_processes_v1 = nullptr;
 };
 
 class NvmlLibrary {
