@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 
 #include <malloc.h>
 #include <unistd.h>
@@ -13,6 +14,9 @@
 #include "actions/process.hpp"
 #include "actions/slurm_api_client.hpp"
 #include "checks/ec2/ec2_config.hpp"
+#include "checks/gpu/gpu_config.hpp"
+#include "collectors/host_path.hpp"
+#include "collectors/nvml/nvml_collector.hpp"
 #include "checks/registry.hpp"
 #include "collectors/imds_client.hpp"
 #include "config/fields.hpp"
@@ -204,6 +208,30 @@ class Daemon {
     handler_.set_error_observer([this](std::string_view code) { metrics_.observe_protocol_error(code); });
     engine_.on_status([this](const nlohmann::json& status) { metrics_.observe_status(status); });
     responder_.set_notices(&notices_, config_.notify.action_failing_after);
+    set_up_cures();
+  }
+
+  // The cure chain's parts that reach the host: NVML (the GPU check's library) to see what blocks a
+  // GPU reset, this boot's id (to tell a reboot that happened), and the engine's checks, which forget
+  // a fault a reset may have cured before the node is judged again.
+  void set_up_cures() {
+    const auto* gpu = dynamic_cast<const GpuConfig*>(config_.checks.find("gpu"));
+    GpuInspector inspect;
+    if (gpu != nullptr && gpu->enabled)
+      inspect = [library = gpu->library](const std::string& bus_id) { return collect_one_gpu(library, bus_id); };
+    const auto boot_file = under_root(config_.host_root, gpu != nullptr ? gpu->boot_id : "/proc/sys/kernel/random/boot_id");
+    std::string boot_id;
+    if (std::ifstream in(boot_file); in) std::getline(in, boot_id);
+    responder_.set_cure(
+        [inspect](const CureConfig& cure, const std::vector<std::string>& gpus, const std::string& node) {
+          return reset_gpus(cure, gpus, node, inspect);
+        },
+        [this](const std::string& code) {
+          // On the engine thread, in the middle of carrying out the journal.
+          engine_.forget(code);
+          asio::post(io_, [this] { service_.judge_now("cure step carried out"); });
+        },
+        boot_id);
   }
 
   int run() {
@@ -355,7 +383,7 @@ class Daemon {
   // A key whose new value a reload applies; the others (the socket, the state, the node's identity,
   // the Slurm client, the server's limits, the children's environment) are fixed at start.
   static bool applies_at_run_time(const std::string& key) {
-    return key.starts_with("policy.") || key.starts_with("checks.") || key == "daemon.log_level" ||
+    return key.starts_with("policy.") || key.starts_with("cure.") || key.starts_with("checks.") || key == "daemon.log_level" ||
            key == "daemon.ended_job_retention_s" || key == "daemon.instance_type" || key == "daemon.profile_dir";
   }
 

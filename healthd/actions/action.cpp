@@ -15,13 +15,16 @@ std::string to_string(Action a) {
     case Action::annotate: return "annotate";
     case Action::signal: return "signal";
     case Action::hook: return "hook";
+    case Action::replace: return "replace";
+    case Action::deep_check: return "deep_check";
   }
   return "none";
 }
 
 std::optional<Action> parse_action(const std::string& s) {
   for (auto a : {Action::none, Action::warn, Action::restart_app, Action::reset_gpu, Action::drain, Action::reboot,
-                 Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook})
+                 Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook, Action::replace,
+                 Action::deep_check})
     if (to_string(a) == s) return a;
   return std::nullopt;
 }

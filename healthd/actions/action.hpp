@@ -16,7 +16,7 @@ enum class Action : std::uint8_t {
   none,         // not judged ("ignore" in an XID rule)
   warn,         // tell, keep the node
   restart_app,  // the application's fault (an XID): it restarts, the node stays in (a warning here)
-  reset_gpu,    // a GPU reset cures it; today the node is drained (a reset needs the GPU idle)
+  reset_gpu,    // a GPU reset cures it: the node is drained, the GPU reset once idle (a cure step, engine/cure_plan)
   drain,        // take the node out of service, requeue its auto-resume jobs
   reboot,       // only a reboot cures it: drain, and Slurm reboots the node once idle
   // What healthd carries out besides (journal entries; never a fault's action).
@@ -25,6 +25,9 @@ enum class Action : std::uint8_t {
   annotate,     // a job's admin comment: why its attempt ended
   signal,       // a job's steps and batch script: checkpoint now (a fault announced ahead)
   hook,         // an admin's program ([[policy.hook]]), when a named action was carried out
+  // Cure steps (engine/cure_plan.hpp) besides reset_gpu and reboot, and what checks a node before it returns.
+  replace,      // new hardware is the cure: drained for good, reason "(replacement requested)", the replace hooks
+  deep_check,   // the admin's long test ([cure] deep_check) before a node healthd drained returns
 };
 
 std::string to_string(Action a);
@@ -35,8 +38,13 @@ inline constexpr Action kNodeActions[] = {Action::none, Action::warn, Action::dr
 inline constexpr Action kXidActions[] = {Action::none,     Action::warn,  Action::restart_app,
                                          Action::reset_gpu, Action::drain, Action::reboot};
 
-// Whether `a` takes the node out of service.
-constexpr bool takes_node_out(Action a) { return a == Action::drain || a == Action::reboot; }
+// The steps a cure chain may hold ([[cure.chain]] steps), in the order they usually escalate.
+inline constexpr Action kCureSteps[] = {Action::reset_gpu, Action::reboot, Action::replace};
+
+// Whether `a` takes the node out of service (a GPU reset needs it idle: it is drained first).
+constexpr bool takes_node_out(Action a) {
+  return a == Action::reset_gpu || a == Action::drain || a == Action::reboot;
+}
 
 // "none, warn, drain, reboot": the names of `set`, for messages.
 std::string action_names(std::span<const Action> set);

@@ -71,6 +71,9 @@ void SlurmActions::run_due(WallTime now) {
         break;
       }
       case Action::hook: r = do_hook(e, now); break;
+      case Action::reset_gpu: r = do_reset(e, now); break;
+      case Action::replace: r = do_replace(e, now); break;
+      case Action::deep_check: r = do_deep_check(e, now); break;
       default:
         // What a fault calls for (warn, reboot, ...) is never a journal entry of its own; one read from
         // a journal written by hand is dropped, not retried forever.
@@ -87,6 +90,7 @@ void SlurmActions::run_due(WallTime now) {
       if (done) queue_hooks(e, *done, now);  // journalled before the entry is marked done: never lost
       notice_done(e, done, now);
       if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
+      continue_cure(now);
     } else if (!r) {
       spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
                    e.job_id ? "" : e.node, r.error());
@@ -158,8 +162,7 @@ std::expected<void, std::string> SlurmActions::annotate(std::uint32_t job_id, co
 std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
   if (!info) return std::unexpected(info.error().message);
-  const bool held = e.held;  // decided when the entry was journalled, never read back from the reason
-  if (info->drained_or_draining()) {
+    if (info->drained_or_draining()) {
     if (!starts_with(info->reason, kReasonPrefix)) {
       // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
       spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info->reason, 240));
@@ -167,15 +170,19 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       return true;
     }
     bool rebooting = info->reboot_pending();
+    std::string reboot_error;
     if (e.reboot && !rebooting) {
       // Drained by us for a lesser fault, now one whose cure is a reboot.
       if (auto r = slurm_.reboot(e.node, e.reason); r) rebooting = true;
-      else spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, r.error().message);
+      else {
+        reboot_error = r.error().message;
+        spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, reboot_error);
+      }
     }
     if (info->reason != e.reason && !rebooting) {
       if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
     }
-    journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
+    own_drain_from(e, rebooting, reboot_error, now);
     acted_ = rebooting ? Action::reboot : Action::drain;  // ours: this drain, or a replay of it
     return true;
   }
@@ -202,6 +209,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     }
   }
   bool rebooting = false;
+  std::string reboot_error;
   if (e.reboot) {
     // The cure is a reboot: Slurm drains the node, reboots it once the requeued jobs have left, and
     // resumes it. Where it cannot (no RebootProgram), the node is drained and the reason says why.
@@ -209,7 +217,8 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       rebooting = true;
       spdlog::warn("node {}: reboot requested (ASAP, then resume): {}", e.node, e.reason);
     } else {
-      spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, r.error().message);
+      reboot_error = r.error().message;
+      spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, reboot_error);
     }
   }
   if (!rebooting) {
@@ -218,7 +227,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
   withheld_.clear();
-  journal_.own_drain() = OwnDrain{e.code, e.reason, now, held, rebooting};
+  own_drain_from(e, rebooting, reboot_error, now);
   acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
   return true;
 }
@@ -481,6 +490,12 @@ void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done
       notice(NoticeKind::node_returned, e, "node " + e.node + " passed its checks again: returned to service", "resume", now);
       break;
     case Action::signal: notice(NoticeKind::signal, e, "SIG" + e.reason + " sent to checkpoint before " + e.code, "signal", now); break;
+    case Action::reset_gpu: {
+      const auto& own = journal_.own_drain();
+      notice(NoticeKind::cure, e, own && own->cure ? own->cure->last + "; judging the node again" : "GPU reset", "reset_gpu", now);
+      break;
+    }
+    case Action::replace: notice(NoticeKind::cure, e, "replacement requested: " + e.reason, "replace", now); break;
     default: break;
   }
   if (e.kind == Action::requeue && std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == e.job_id; }))

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actions/gpu_reset.hpp"
 #include "actions/process.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
@@ -60,6 +61,24 @@ class SlurmActions {
     notices_ = sink;
     failing_after_ = failing_after;
   }
+
+  // The cure chain (engine/cure_plan.hpp, actions/cure_actions.cpp). `reset`: how GPUs are reset
+  // (empty: reset_gpus without looking at NVML); `cured(code)`: a step carried out that may have
+  // cured fault `code` (a GPU reset): the checks forget what they remember of it, and the node is
+  // judged again. `boot_id`: this boot's id, to tell a reboot asked for from one that happened.
+  void set_cure(GpuResetter reset, std::function<void(const std::string& code)> cured, std::string boot_id) {
+    reset_gpus_ = std::move(reset);
+    cured_ = std::move(cured);
+    boot_id_ = std::move(boot_id);
+  }
+  // The responder found fault `code` standing at `at` (a sweep's result): a step carried out before
+  // `at` did not cure it, so the chain goes on to its next step.
+  void fault_seen(const std::string& code, WallTime at, WallTime now);
+  // A healthy sweep: a reboot asked for that has happened is over (the node is judged on its passes).
+  void healthy_seen(WallTime now);
+  // A cure step is under way (a reset running, a reboot asked for): healthy sweeps meanwhile do not
+  // count towards returning the node.
+  bool cure_under_way() const;
 
   // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
   // leaves an entry pending for a later try, with backoff.
@@ -115,6 +134,22 @@ class SlurmActions {
     int left;           // updates still allowed
   };
   std::expected<bool, std::string> do_hook(const JournalEntry& e, WallTime now);
+  // Cure steps (cure_actions.cpp).
+  std::expected<bool, std::string> do_reset(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_deep_check(const JournalEntry& e, WallTime now);
+  // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure.
+  void own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now);
+  // After an entry finished: the cure's first step, or the next one after a failed step.
+  void continue_cure(WallTime now);
+  // Journals the cure's current step (its phase becomes running).
+  void start_step(WallTime now);
+  // The current step failed or did not cure (`why`): the next one starts, or the chain is exhausted.
+  void next_cure_step(const std::string& why, WallTime now);
+  // Whether a reboot asked for in this cure has happened (a new boot, or Slurm no longer has it pending).
+  bool reboot_over(const CureProgress& c);
+  bool cure_entry_pending() const;
+  void cure_notice(const std::string& message, Action step, WallTime now);
   // Journals the hooks that follow `done`, which carried out `what`.
   void queue_hooks(const JournalEntry& done, Action what, WallTime now);
 
@@ -154,6 +189,16 @@ class SlurmActions {
   std::map<std::uint32_t, std::uint32_t> owners_;
   // What an admin's drain or resume came to when it did nothing on Slurm, for its notice.
   std::string admin_outcome_;
+  GpuResetter reset_gpus_;
+  std::function<void(const std::string&)> cured_;
+  std::string boot_id_;
+  // A reset's or a deep check's result, written by its thread, read by the engine (by journal entry).
+  struct ResetOutcome {
+    std::mutex mutex;
+    std::optional<GpuResetOutcome> result;
+  };
+  std::map<std::uint64_t, std::shared_ptr<ResetOutcome>> running_resets_;
+  std::map<std::uint64_t, std::shared_ptr<HookOutcome>> running_deep_checks_;
 };
 
 }  // namespace ar::healthd

@@ -33,6 +33,7 @@ nlohmann::json CheckResult::to_json() const {
           {"at_ms", to_epoch_ms(at)},
           {"detail", detail}};
   if (!applicable) j["applicable"] = false;
+  if (!gpus.empty()) j["gpus"] = gpus;
   if (checkpoint_first)
     j["checkpoint_first"] = {{"signal", checkpoint_first->signal}, {"grace_s", checkpoint_first->grace.count()}};
   return j;

@@ -48,6 +48,9 @@ struct CheckResult {
   // False: what the check judges is not on this node and not expected (no EFA, no GPU): a pass that
   // says nothing, shown as "n/a" (to_json: "applicable": false).
   bool applicable = true;
+  // The GPUs a fault is on, as their PCI bus ids (NVML's "00000000:3B:00.0" or the kernel log's
+  // "0000:3b:00"): what a GPU reset resets (engine/cure_plan.hpp). Empty: the node, or not known.
+  std::vector<std::string> gpus;
 
   nlohmann::json to_json() const;
 };

@@ -98,7 +98,8 @@ const KeyTable<Config>& daemon_keys() {
 }
 
 // The actions a hook may follow: those healthd carries out on Slurm.
-constexpr Action kHookable[] = {Action::drain, Action::reboot, Action::requeue, Action::resume, Action::signal};
+constexpr Action kHookable[] = {Action::drain,  Action::reboot,    Action::requeue, Action::resume,
+                                Action::signal, Action::reset_gpu, Action::replace};
 
 const KeyTable<HookConfig>& hook_keys() {
   static const auto keys =
@@ -258,8 +259,63 @@ const KeyTable<NotifyConfig>& notify_keys() {
   return keys;
 }
 
+// An argv that may be left empty (no program).
+Parsed<std::vector<std::string>> read_optional_argv(const toml::node& n) {
+  if (const auto* a = n.as_array(); a != nullptr && a->empty()) return std::vector<std::string>{};
+  return read_argv(n);
+}
+
+const KeyTable<CureChain>& cure_chain_keys() {
+  static const auto keys =
+      KeyTable<CureChain>()
+          .field("code", &CureChain::code, read_text)
+          .field("xid", &CureChain::xid, opt_uint_in(0, 100000))
+          .field_at("steps", &CureChain::steps, &CureChain::where, [](const toml::node& n) -> Parsed<std::vector<Action>> {
+            const auto* arr = n.as_array();
+            const std::string what = "must be an array of " + action_names(kCureSteps) + " (empty: drain only)";
+            if (arr == nullptr) return std::unexpected(what);
+            std::vector<Action> steps;
+            for (const auto& item : *arr) {
+              auto a = read_action(item, kCureSteps);
+              if (!a) return std::unexpected(what);
+              if (std::find(steps.begin(), steps.end(), *a) != steps.end())
+                return std::unexpected("names " + to_string(*a) + " twice: a step that did not cure the fault would not cure it again");
+              steps.push_back(*a);
+            }
+            return steps;
+          });
+  return keys;
+}
+
+Parsed<void> read_cure_chains(const toml::node& n, CureConfig& cure, const std::string& source) {
+  auto chains = read_table_array<CureChain>(n, "cure.chain", source, cure_chain_keys(), [](const CureChain& c) -> Parsed<void> {
+    if (c.code.empty() == !c.xid.has_value())
+      return std::unexpected(c.where + ": [[cure.chain]] needs one of code or xid");
+    return {};
+  });
+  if (!chains) return std::unexpected(chains.error());
+  cure.chains = *chains;
+  return {};
+}
+
+const KeyTable<CureConfig>& cure_keys() {
+  static const auto keys =
+      KeyTable<CureConfig>()
+          .field("reset_command", &CureConfig::reset_command, read_argv)
+          .field("reset_timeout_s", &CureConfig::reset_timeout, seconds_in(1, 3600))
+          .field("reset_wait_s", &CureConfig::reset_wait, seconds_in(1, 24 * 3600))
+          .field("reset_blocked_by_persistence", &CureConfig::reset_blocked_by_persistence, read_bool)
+          .field("deep_check", &CureConfig::deep_check, read_optional_argv)
+          .field("deep_check_timeout_s", &CureConfig::deep_check_timeout, seconds_in(1, 24 * 3600))
+          .field("deep_check_before_return", &CureConfig::deep_check_before_return, read_bool)
+          .field("burn_in_idle_s", &CureConfig::burn_in_idle, seconds_in(0, 30L * 24 * 3600))
+          .field("burn_in_every_s", &CureConfig::burn_in_every, seconds_in(60, 30L * 24 * 3600))
+          .nested("chain", read_cure_chains, [](const CureConfig& c) { return table_array_text(c.chains, cure_chain_keys()); });
+  return keys;
+}
+
 const std::vector<std::string>& core_sections() {
-  static const std::vector<std::string> names = {"checks", "daemon", "metrics", "notify", "policy", "server", "slurm"};
+  static const std::vector<std::string> names = {"checks", "cure", "daemon", "metrics", "notify", "policy", "server", "slurm"};
   return names;
 }
 
@@ -338,6 +394,7 @@ Parsed<Config> read_config(const toml::table& root, const std::string& source, s
     else if (name == "slurm") r = slurm_keys().read(value, name, source, config.slurm);
     else if (name == "server") r = server_keys().read(value, name, source, config.server);
     else if (name == "metrics") r = metrics_keys().read(value, name, source, config.metrics);
+    else if (name == "cure") r = cure_keys().read(value, name, source, config.policy.cure);
     else if (name == "notify") r = notify_keys().read(value, name, source, config.notify);
     else if (name != "checks")
       r = std::unexpected(where(source, key.source()) + ": unknown section [" + name + "]" + did_you_mean(name, core_sections()));
@@ -362,6 +419,15 @@ Parsed<void> resolve_programs(Config& config, const std::string& source) {
     return r;
   for (auto& hook : config.policy.hooks)
     if (auto r = resolve_config_program(hook.command.front(), hook.command_where + ": [[policy.hook]] '" + hook.name + "' command");
+        !r)
+      return r;
+  // The reset program may be missing on a node without NVIDIA's tools: the config still loads, and
+  // each reset fails saying so (the chain goes on to its next step).
+  if (auto& reset = config.policy.cure.reset_command.front(); reset.find('/') == std::string::npos)
+    if (auto found = resolve_program(reset)) reset = *found;
+  if (!config.policy.cure.deep_check.empty())
+    if (auto r = resolve_config_program(config.policy.cure.deep_check.front(),
+                                        where_key(config, "cure.deep_check", source) + ": key 'deep_check' in [cure]");
         !r)
       return r;
   for (auto& [name, settings] : config.checks)
@@ -496,6 +562,7 @@ std::vector<ConfigValue> describe_config(const Config& config, std::span<const C
   add("policy", policy_keys().show(config.policy));
   add("slurm", slurm_keys().show(config.slurm));
   add("server", server_keys().show(config.server));
+  add("cure", cure_keys().show(config.policy.cure));
   add("metrics", metrics_keys().show(config.metrics));
   add("notify", notify_keys().show(config.notify));
   for (const auto& section : sections)

@@ -18,6 +18,7 @@
 
 #include "actions/action.hpp"
 #include "config/check_settings.hpp"
+#include "config/cure_config.hpp"
 #include "config/telemetry_config.hpp"
 #include "server/limits.hpp"
 
@@ -56,6 +57,7 @@ struct PolicyConfig {
   // drain, requeue, resume, signal or hook (NHC's MARK_OFFLINE=0). What was journalled before it
   // was set is still finished, so no job is left half-requeued.
   bool report_only = false;
+  CureConfig cure;                       // [cure]: read as its own section, handed over at reload with the policy
 };
 
 struct SlurmConfig {

@@ -30,7 +30,8 @@ struct NotifyConfig {
   std::filesystem::path webhook_url_file;
   // The notices sent; the others are only counted and logged.
   std::vector<NoticeKind> on = {NoticeKind::drain, NoticeKind::requeue, NoticeKind::resume_cap,
-                                NoticeKind::node_returned, NoticeKind::action_failing, NoticeKind::admin};
+                                NoticeKind::node_returned, NoticeKind::action_failing, NoticeKind::admin,
+                                NoticeKind::cure};
   std::chrono::milliseconds timeout{std::chrono::seconds(5)};  // one POST, connect included
   std::uint32_t attempts = 5;                                  // per notice, with backoff between them
   std::chrono::seconds max_backoff{300};                       // the longest wait between two tries

@@ -85,22 +85,27 @@ void Engine::carry_out(const AdminAction& action) {
     case AdminAction::Kind::drain: responder_.admin_drain(action.text, action.uid, action.request, now); break;
     case AdminAction::Kind::resume: responder_.admin_resume(action.force, action.uid, action.request, now); break;
     case AdminAction::Kind::clear: {
-      std::size_t forgotten = 0, busy = 0;
-      for (const auto& c : checks_) {
-        // A check still hung in a run holds its own lock: asking it to forget would hang the engine
-        // with it. Its fault stays; the notice says so.
-        if (auto st = state_.find(c->name()); st != state_.end() && st->second.hung) {
-          ++busy;
-          continue;
-        }
-        if (c->clear(action.text)) ++forgotten;
-      }
+      auto [forgotten, busy] = forget(action.text);
       if (busy > 0) spdlog::warn("admin clear {}: {} check(s) hung in a run were not asked to forget it", action.text, busy);
       // The stored results still show it until the next sweep, which the service asks for.
       responder_.admin_clear(action.text, forgotten, busy, action.uid, action.request, now);
       break;
     }
   }
+}
+
+std::pair<std::size_t, std::size_t> Engine::forget(const std::string& code) {
+  std::size_t forgotten = 0, busy = 0;
+  for (const auto& c : checks_) {
+    // A check still hung in a run holds its own lock: asking it to forget would hang the engine
+    // with it. Its fault stays.
+    if (auto st = state_.find(c->name()); st != state_.end() && st->second.hung) {
+      ++busy;
+      continue;
+    }
+    if (c->clear(code)) ++forgotten;
+  }
+  return {forgotten, busy};
 }
 
 void Engine::replace_checks(std::vector<std::shared_ptr<Check>> checks, Check::JudgeNow judge_now) {

@@ -65,6 +65,9 @@ class Engine {
     std::uint64_t request = 0;  // the request's id, carried to its notice
   };
   void admin(AdminAction action);
+  // On the engine thread only (an admin's clear, a cure step that may have cured `code`): every check
+  // that is not hung in a run forgets `code`. Answers how many forgot it, and how many were not asked.
+  std::pair<std::size_t, std::size_t> forget(const std::string& code);
 
   // Called on the engine thread with the new status after every sweep and whenever the node's state
   // changes (the metrics follow it). Set before start().

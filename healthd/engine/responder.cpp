@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "auto_resume/job_comment.hpp"
+#include "engine/cure_plan.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -147,8 +148,16 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       JournalEntry drain = entry(Action::drain, fault->code, now);
       drain.reason = drain_reason(*fault, held);
       drain.held = held;
+      // The cure: walked step by step once the drain is carried out (actions/cure_actions.cpp). A
+      // chain that starts with a reboot starts with the drain (Slurm drains, reboots and resumes).
+      CureProgress cure;
+      cure.chain = cure_chain(policy_.cure, *fault, held);
+      cure.gpus = fault->gpus;
+      cure.since = now;
       // A node kept out for an admin is not rebooted back into service behind their back.
-      drain.reboot = fault->action == Action::reboot && !held;
+      drain.reboot = !held && !cure.chain.empty() && cure.chain.front() == Action::reboot;
+      drain.cure = cure;
+      if (!cure.chain.empty()) spdlog::info("node {}: cure of {}: {}", node_, fault->code, chain_text(cure.chain));
       drain_entry = drain;
       if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
     }
@@ -168,6 +177,8 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       if (job.auto_resume) queue_requeue(job, *fault, now, act_at);
     }
     if (drain_entry && fault->checkpoint_first) journal(*drain_entry);
+    // The fault still there after a cure step: the chain goes on.
+    actions_.fault_seen(fault->code, fault->at, now);
     return;
   }
 
@@ -199,13 +210,21 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   const bool jobs_moved = !actions_.following() &&
                           std::none_of(journal_.pending().begin(), journal_.pending().end(),
                                        [](const JournalEntry& e) { return e.kind == Action::requeue; });
-  if (own && !own->held && full_pass && spaced) {
+  if (own) actions_.healthy_seen(now);
+  // A cure step under way (a GPU reset running, a reboot asked for) is not a healthy node yet.
+  if (own && !own->held && full_pass && spaced && !actions_.cure_under_way()) {
     last_healthy_pass_ = now;
     ++healthy_passes_;
     if (healthy_passes_ >= policy_.recovery_passes && jobs_moved) {
-      JournalEntry resume = entry(Action::resume, own->code, now);
-      bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(),
-                                [](const JournalEntry& e) { return e.kind == Action::resume; });
+      // The admin's deep check stands between a node healthd drained and its return; it journals the
+      // resume when it passes.
+      const auto& cure = policy_.cure;
+      const bool deep = !cure.deep_check.empty() && cure.deep_check_before_return && !(own->cure && own->cure->deep_checked);
+      JournalEntry resume = entry(deep ? Action::deep_check : Action::resume, own->code, now);
+      resume.reason = own->reason;
+      bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(), [](const JournalEntry& e) {
+        return e.kind == Action::resume || e.kind == Action::deep_check;
+      });
       if (!queued) journal(resume);
       healthy_passes_ = 0;
     }
@@ -262,6 +281,16 @@ nlohmann::json Responder::status() const {
                       {"pending_actions", journal_.pending().size()}, {"journal_written", journal_.durable()}};
   if (const auto& own = journal_.own_drain())
     j["own_drain"] = {{"code", own->code}, {"reason", own->reason}, {"held", own->held}, {"reboot", own->reboot}};
+  if (const auto& own = journal_.own_drain(); own && own->cure) {
+    const auto& c = *own->cure;
+    j["own_drain"]["cure"] = nlohmann::json{{"chain", chain_text(c.chain)},
+                                            {"step", c.at_end() ? std::string("none") : to_string(c.current())},
+                                            {"step_no", c.step + 1},
+                                            {"steps", c.chain.size()},
+                                            {"phase", to_string(c.phase)},
+                                            {"last", c.last},
+                                            {"deep_checked", c.deep_checked}};
+  }
   actions_.add_status(j);
   return j;
 }

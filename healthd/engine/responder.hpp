@@ -91,6 +91,12 @@ class Responder {
   void on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
                 const std::optional<StepFailure>& trigger, WallTime now, bool full_pass = true);
 
+  // How GPUs are reset, what a cure step that may have cured a fault asks of the engine, and this
+  // boot's id (actions/slurm_actions.hpp set_cure).
+  void set_cure(GpuResetter reset, std::function<void(const std::string& code)> cured, std::string boot_id) {
+    actions_.set_cure(std::move(reset), std::move(cured), std::move(boot_id));
+  }
+
   // Carries out the journal entries that are due (actions/slurm_actions.hpp).
   void run_due(WallTime now) { actions_.run_due(now); }
   void follow_requeued(WallTime now) { actions_.follow_requeued(now); }

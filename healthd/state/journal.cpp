@@ -1,5 +1,7 @@
 #include "journal.hpp"
 
+#include <algorithm>
+
 
 #include "state/atomic_file.hpp"
 #include "state/json_fields.hpp"
@@ -11,7 +13,8 @@ namespace {
 // named an annotate entry.
 std::optional<Action> parse_kind(const std::string& s) {
   if (s == "comment") return Action::annotate;
-  for (auto k : {Action::drain, Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook})
+  for (auto k : {Action::drain, Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook,
+                 Action::reset_gpu, Action::replace, Action::deep_check})
     if (to_string(k) == s) return k;
   return std::nullopt;
 }
@@ -27,7 +30,57 @@ std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair, 
   return {json_fields::integer_value<std::uint32_t>(pair[0], what), json_fields::integer_value<std::uint32_t>(pair[1], what)};
 }
 
+constexpr CureProgress::Phase kPhases[] = {CureProgress::Phase::pending, CureProgress::Phase::running,
+                                           CureProgress::Phase::verifying, CureProgress::Phase::failed,
+                                           CureProgress::Phase::exhausted};
+
 }  // namespace
+
+std::string to_string(CureProgress::Phase p) {
+  switch (p) {
+    case CureProgress::Phase::pending: return "pending";
+    case CureProgress::Phase::running: return "running";
+    case CureProgress::Phase::verifying: return "verifying";
+    case CureProgress::Phase::failed: return "failed";
+    case CureProgress::Phase::exhausted: return "exhausted";
+  }
+  return "pending";
+}
+
+std::string chain_text(const std::vector<Action>& chain) {
+  if (chain.empty()) return "drain only";
+  std::string out;
+  for (auto a : chain) out += (out.empty() ? "" : " -> ") + to_string(a);
+  return out;
+}
+
+nlohmann::json cure_to_json(const CureProgress& c) {
+  nlohmann::json chain = nlohmann::json::array();
+  for (auto a : c.chain) chain.push_back(to_string(a));
+  return {{"chain", chain}, {"step", c.step}, {"phase", to_string(c.phase)}, {"since_ms", to_epoch_ms(c.since)},
+          {"gpus", c.gpus}, {"boot_id", c.boot_id}, {"last", c.last}, {"deep_checked", c.deep_checked}};
+}
+
+CureProgress cure_from_json(const nlohmann::json& j) {
+  CureProgress c;
+  for (const auto& a : json_fields::array(j, "chain")) {
+    auto step = a.is_string() ? parse_action(a.get<std::string>()) : std::nullopt;
+    if (!step || std::find(std::begin(kCureSteps), std::end(kCureSteps), *step) == std::end(kCureSteps))
+      throw StateFieldError("cure chain: " + a.dump() + " is not a cure step");
+    c.chain.push_back(*step);
+  }
+  c.step = integer<std::uint32_t>(j, "step", 0, 16);
+  const auto phase = j.at("phase").get<std::string>();
+  auto it = std::find_if(std::begin(kPhases), std::end(kPhases), [&](auto p) { return to_string(p) == phase; });
+  if (it == std::end(kPhases)) throw StateFieldError("cure phase '" + phase + "' is unknown");
+  c.phase = *it;
+  c.since = json_fields::time_ms(j, "since_ms");
+  for (const auto& g : json_fields::array(j, "gpus")) c.gpus.push_back(g.get<std::string>());
+  c.boot_id = j.at("boot_id").get<std::string>();
+  c.last = j.at("last").get<std::string>();
+  c.deep_checked = j.at("deep_checked").get<bool>();
+  return c;
+}
 
 std::expected<void, std::string> Journal::save() {
   nlohmann::json entries = nlohmann::json::array();
@@ -43,6 +96,7 @@ std::expected<void, std::string> Journal::save() {
     if (e.force) entries.back()["force"] = true;
     if (e.by_uid) entries.back()["by_uid"] = *e.by_uid;
     if (e.request != 0) entries.back()["request"] = e.request;
+    if (e.cure) entries.back()["cure"] = cure_to_json(*e.cure);
     if (e.kind == Action::hook) {
       entries.back()["hook"] = e.hook;
       entries.back()["done"] = to_string(e.done);
@@ -60,6 +114,7 @@ std::expected<void, std::string> Journal::save() {
   if (own_drain_)
     j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", to_epoch_ms(own_drain_->at)},
                       {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
+  if (own_drain_ && own_drain_->cure) j["own_drain"]["cure"] = cure_to_json(*own_drain_->cure);
   auto r = write_file_atomically(file_, dump_state(j));
   durable_ = r.has_value();
   return r;
@@ -100,6 +155,7 @@ std::expected<void, std::string> Journal::load() {
       e.force = ej.value("force", false);
       e.by_uid = json_fields::optional_integer<std::uint32_t>(ej, "by_uid");
       e.request = json_fields::optional_integer<std::uint64_t>(ej, "request").value_or(0);
+      if (ej.contains("cure")) e.cure = cure_from_json(ej.at("cure"));
       if (e.kind == Action::hook) {
         e.hook = ej.at("hook").get<std::string>();
         auto done = parse_action(ej.at("done").get<std::string>());
@@ -121,7 +177,8 @@ std::expected<void, std::string> Journal::load() {
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
       own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
-                            d.at("held").get<bool>(), d.value("reboot", false)};
+                            d.at("held").get<bool>(), d.value("reboot", false), std::nullopt};
+      if (d.contains("cure")) own_drain_->cure = cure_from_json(d.at("cure"));
     }
   } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());

@@ -27,6 +27,36 @@ using WallTime = std::chrono::system_clock::time_point;
 // why in the job's comment (the restarted job reads it), release Slurm's requeue hold.
 enum class RequeueStep : std::uint8_t { decide = 0, requeue = 1, annotate = 2, release = 3 };
 
+// How far the cure of healthd's drain got (engine/cure_plan.hpp): the chain decided when the node
+// was drained, the step under way, and what it came to. Saved with the drain, so a daemon killed
+// (or a node rebooted) in the middle goes on with the step it was in.
+struct CureProgress {
+  enum class Phase : std::uint8_t {
+    pending,    // the step is to be journalled at the next sweep that still finds the fault
+    running,    // journalled and under way (a reset running, a reboot asked for)
+    verifying,  // carried out at `since`: the fault found again after it means it did not cure
+    failed,     // the step failed (or did not cure): the chain goes on
+    exhausted,  // every step was tried: the node stays out for an admin
+  };
+  std::vector<Action> chain;        // reset_gpu, reboot, replace; empty: drain only
+  std::uint32_t step = 0;           // index in chain of the step under way or last done
+  Phase phase = Phase::pending;
+  WallTime since{};                 // when the phase began
+  std::vector<std::string> gpus;    // reset_gpu: the GPUs the fault is on (PCI bus ids)
+  std::string boot_id;              // reboot: the boot it was asked in (a new one means it happened)
+  std::string last;                 // what the last step came to, for status and explain
+  bool deep_checked = false;        // the deep check passed since the cure: the node may return
+
+  bool at_end() const { return step >= chain.size(); }
+  Action current() const { return at_end() ? Action::none : chain[step]; }
+};
+
+std::string to_string(CureProgress::Phase p);
+// "reset_gpu -> reboot -> replace" ("drain only" when empty).
+std::string chain_text(const std::vector<Action>& chain);
+nlohmann::json cure_to_json(const CureProgress& c);
+CureProgress cure_from_json(const nlohmann::json& j);  // throws StateFieldError or json errors
+
 struct JournalEntry {
   std::uint64_t id = 0;
   Action kind = Action::drain;      // drain (reboot: see below), requeue, resume, annotate, signal, hook
@@ -42,6 +72,7 @@ struct JournalEntry {
   bool force = false;               // admin resume: also of a node healthd did not drain
   std::optional<std::uint32_t> by_uid;  // admin drain, resume: who asked (for the notice)
   std::uint64_t request = 0;            // admin drain, resume: the request it answers (for the notice)
+  std::optional<CureProgress> cure;  // drain: the cure chain it starts; reboot/reset_gpu/replace: the progress it carries
   std::string hook;                 // hook: the [[policy.hook]] name
   Action done = Action::none;       // hook: the action it follows (drain, reboot, requeue, resume, signal)
   WallTime created;
@@ -60,6 +91,7 @@ struct OwnDrain {
   WallTime at;
   bool held = false;  // repeated faults: stays drained until an admin resumes the node
   bool reboot = false;  // Slurm reboots the node and resumes it: healthd does not resume it itself
+  std::optional<CureProgress> cure;  // the cure chain under way, if the fault has one
 };
 
 class Journal {

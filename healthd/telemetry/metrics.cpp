@@ -207,6 +207,9 @@ struct Metrics::Impl {
                                         overflow};
   CappedFamily<Counter> admin_actions{*registry, "healthd_admin_actions_total",
                                       "An admin's drains, resumes and clears through healthctl, by action.", overflow};
+  CappedFamily<Counter> cure_steps{*registry, "healthd_cure_steps_total",
+                                   "Steps of fault cures (reset_gpu, replace, deep_check; none: a chain exhausted), by step and code.",
+                                   overflow};
 
   // Counted where they happen.
   CappedFamily<Histogram> slurm_call_duration{*registry, "healthd_slurm_call_duration_seconds",
@@ -419,6 +422,7 @@ void Metrics::Impl::count_notice(const Notice& n) {
     case NoticeKind::signal: checkpoint_signals.Increment(); break;
     case NoticeKind::action_failing: action_failures.at({{"kind", action}}).Increment(); break;
     case NoticeKind::admin: admin_actions.at({{"action", action}}).Increment(); break;
+    case NoticeKind::cure: cure_steps.at({{"step", action}, {"code", code}}).Increment(); break;
   }
 }
 

@@ -13,6 +13,7 @@ const char* to_string(NoticeKind k) {
     case NoticeKind::signal: return "signal";
     case NoticeKind::action_failing: return "action_failing";
     case NoticeKind::admin: return "admin";
+    case NoticeKind::cure: return "cure";
   }
   return "incident";
 }
@@ -20,7 +21,8 @@ const char* to_string(NoticeKind k) {
 const std::vector<NoticeKind>& all_notice_kinds() {
   static const std::vector<NoticeKind> kinds = {NoticeKind::incident,   NoticeKind::drain,         NoticeKind::requeue,
                                                 NoticeKind::resumed,    NoticeKind::resume_cap,    NoticeKind::node_returned,
-                                                NoticeKind::signal,     NoticeKind::action_failing, NoticeKind::admin};
+                                                NoticeKind::signal,     NoticeKind::action_failing, NoticeKind::admin,
+                                                NoticeKind::cure};
   return kinds;
 }
 

@@ -25,6 +25,7 @@ enum class NoticeKind : std::uint8_t {
   signal,          // an auto-resume job was signalled to checkpoint ahead of a notice
   action_failing,  // an action failed `attempts` times in a row and is still being retried
   admin,           // an admin's drain, resume or clear through healthctl
+  cure,            // a step of a fault's cure chain: a GPU reset, a replacement requested, a deep check, a step that did not cure
 };
 
 const char* to_string(NoticeKind k);

@@ -62,6 +62,7 @@ std::pair<const char*, std::string> headline(const Notice& n) {
     case NoticeKind::signal: return {":bell:", "signalled to checkpoint"};
     case NoticeKind::action_failing: return {":x:", "action failing repeatedly"};
     case NoticeKind::admin: return {":information_source:", "admin action"};
+    case NoticeKind::cure: return {":wrench:", n.action == "replace" ? "replacement requested" : "cure step"};
   }
   return {":grey_question:", "notice"};
 }

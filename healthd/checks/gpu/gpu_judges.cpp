@@ -66,6 +66,13 @@ class Verdict {
         figures["message"] = worst->message;
       }
     }
+    // The GPUs the result's fault is on: what a GPU reset resets.
+    if (worst_ && worst_->status == Status::fault)
+      for (const auto& figures : gpus_) {
+        auto it = worst_of_gpu_.find(figures["index"].get<unsigned>());
+        if (it != worst_of_gpu_.end() && it->second && it->second->code == worst_->code)
+          r_.gpus.push_back(figures.value("bus_id", std::string()));
+      }
     r_.detail = {{"gpus", gpus_}};
     if (worst_ && worst_->status != Status::ok) {
       r_.status = worst_->status;

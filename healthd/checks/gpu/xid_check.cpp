@@ -164,6 +164,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
     r.status = status_for(worst->action);
     r.action = node_action_of(worst->action);
     r.detail["recommended"] = to_string(worst->action);
+    if (!worst->gpu.empty()) r.gpus = {worst->gpu};  // what a GPU reset would reset
   } else {
     r.status = Status::warn;
     r.action = Action::warn;

@@ -1,0 +1,396 @@
+// The cure chain's steps, carried out (see engine/cure_plan.hpp for which chain a fault gets). The
+// chain and how far it got live in healthd's own drain (state/journal.hpp CureProgress), saved with
+// the journal; each step is a journal entry like any action, so a daemon killed in the middle of a
+// step does it again after its restart (a GPU reset or a deep check twice is harmless) and never
+// skips it. A step runs once the drain it follows is carried out; the next step starts when one
+// fails, or when the responder finds the same fault again after it (fault_seen).
+#include <algorithm>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "actions/slurm_actions.hpp"
+#include "config/fields.hpp"
+#include "text/text.hpp"
+
+namespace ar::healthd {
+namespace {
+
+// The first line of what a program said, for a reason or a message.
+std::string first_line(const ProcessResult& r) {
+  for (const std::string* text : {&r.out, &r.err}) {
+    const auto start = text->find_first_not_of(" \t\r\n");
+    if (start != std::string::npos) return sanitize(text->substr(start, text->find('\n', start) - start), 200);
+  }
+  return {};
+}
+
+}  // namespace
+
+void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now) {
+  OwnDrain d{e.code, e.reason, now, e.held, rebooting, std::nullopt};
+  d.cure = e.cure;
+  if (!d.cure && journal_.own_drain() && journal_.own_drain()->code == e.code) d.cure = journal_.own_drain()->cure;
+  if (d.cure && e.reboot && d.cure->current() == Action::reboot) {
+    d.cure->since = now;
+    if (rebooting) {
+      d.cure->phase = CureProgress::Phase::running;
+      d.cure->boot_id = boot_id_;
+      d.cure->last = "reboot asked for";
+    } else {
+      d.cure->phase = CureProgress::Phase::failed;
+      d.cure->last = "scontrol reboot failed: " + sanitize(reboot_error, 200);
+    }
+  }
+  journal_.own_drain() = d;
+}
+
+void SlurmActions::continue_cure(WallTime now) {
+  auto& own = journal_.own_drain();
+  if (policy_.report_only || !own || !own->cure || cure_entry_pending()) return;
+  // The first step follows the drain at once (a reboot was the drain itself); a step that failed
+  // hands over to the next at once. A step carried out waits for the next sweep's verdict.
+  if (own->cure->phase == CureProgress::Phase::pending && !own->cure->at_end()) {
+    start_step(now);
+  } else if (own->cure->phase == CureProgress::Phase::failed) {
+    const std::string why = own->cure->last;
+    next_cure_step(why, now);
+  }
+}
+
+bool SlurmActions::cure_entry_pending() const {
+  return std::any_of(journal_.pending().begin(), journal_.pending().end(), [](const JournalEntry& e) {
+    return e.kind == Action::reset_gpu || e.kind == Action::replace || e.kind == Action::deep_check ||
+           (e.kind == Action::drain && e.reboot && e.cure);
+  });
+}
+
+bool SlurmActions::cure_under_way() const {
+  const auto& own = journal_.own_drain();
+  return cure_entry_pending() || (own && own->cure && own->cure->phase == CureProgress::Phase::running);
+}
+
+void SlurmActions::start_step(WallTime now) {
+  auto& own = journal_.own_drain();
+  if (!own || !own->cure || own->cure->at_end() || cure_entry_pending()) return;
+  auto& c = *own->cure;
+  const Action step = c.current();
+  c.phase = CureProgress::Phase::running;
+  c.since = now;
+  JournalEntry e;
+  e.node = node_;
+  e.code = own->code;
+  e.created = now;
+  e.next_try = now;
+  switch (step) {
+    case Action::reset_gpu:
+      e.kind = Action::reset_gpu;
+      e.reason = own->reason;
+      c.last = "GPU reset journalled";
+      break;
+    case Action::reboot:
+      // Carried out as a drain whose cure is a reboot (do_drain): the node is ours already.
+      e.kind = Action::drain;
+      e.reboot = true;
+      e.reason = own->reason;
+      e.held = own->held;
+      c.last = "reboot journalled";
+      break;
+    case Action::replace: {
+      e.kind = Action::replace;
+      std::string base = own->reason;
+      if (auto at = base.find(" (replacement requested)"); at != std::string::npos) base.resize(at);
+      e.reason = truncate_utf8(base, 240 - 24) + " (replacement requested)";
+      e.held = true;
+      c.last = "replacement journalled";
+      break;
+    }
+    default: return;
+  }
+  e.cure = c;
+  spdlog::warn("node {}: cure of {}: step {} of {} ({}): {}", node_, own->code, c.step + 1, c.chain.size(), chain_text(c.chain),
+               to_string(step));
+  if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+}
+
+void SlurmActions::next_cure_step(const std::string& why, WallTime now) {
+  auto& own = journal_.own_drain();
+  if (!own || !own->cure) return;
+  auto& c = *own->cure;
+  const Action was = c.current();
+  spdlog::warn("node {}: cure of {}: {} did not cure it: {}", node_, own->code, to_string(was), why);
+  cure_notice(to_string(was) + " did not cure " + own->code + ": " + why, was, now);
+  ++c.step;
+  c.last = to_string(was) + ": " + why;
+  c.since = now;
+  if (c.at_end()) {
+    c.phase = CureProgress::Phase::exhausted;
+    own->held = true;  // nothing healthd knows cures it: the node waits for an admin
+    spdlog::error("node {}: cure of {}: every step ({}) was tried; the node stays out until an admin resumes it", node_,
+                  own->code, chain_text(c.chain));
+    cure_notice("every step of the cure (" + chain_text(c.chain) + ") was tried: node " + node_ +
+                    " stays out until an admin resumes it",
+                Action::none, now);
+    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+    return;
+  }
+  c.phase = CureProgress::Phase::pending;
+  start_step(now);
+  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+}
+
+bool SlurmActions::reboot_over(const CureProgress& c) {
+  if (!boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id) return true;
+  // The same boot (a reboot program that restarts slurmd only, or an admin who cancelled the reboot): Slurm no longer has it pending.
+  // over once Slurm no longer has it pending, or the node is back in service (Slurm resumed it).
+  auto info = slurm_.node(node_);
+  return info && (!info->reboot_pending() || !info->drained_or_draining());
+}
+
+void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now) {
+  if (policy_.report_only) return;
+  auto& own = journal_.own_drain();
+  if (!own || !own->cure || own->code != code || cure_entry_pending()) return;
+  auto& c = *own->cure;
+  switch (c.phase) {
+    case CureProgress::Phase::pending:
+      // Found before its first step ran (a restart between the drain and the step).
+      start_step(now);
+      if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+      return;
+    case CureProgress::Phase::running:
+      if (c.current() == Action::reboot && at > c.since && reboot_over(c)) next_cure_step("the fault is still there after the reboot", now);
+      else if (c.current() != Action::reboot) {
+        // Running with no entry journalled: the daemon stopped between the two; the step runs again.
+        c.phase = CureProgress::Phase::pending;
+        start_step(now);
+      }
+      return;
+    case CureProgress::Phase::verifying:
+      if (at > c.since) next_cure_step("the fault was found again after it", now);
+      return;
+    case CureProgress::Phase::failed: {
+      const std::string why = c.last;
+      next_cure_step(why, now);
+      return;
+    }
+    case CureProgress::Phase::exhausted: return;
+  }
+}
+
+void SlurmActions::healthy_seen(WallTime now) {
+  auto& own = journal_.own_drain();
+  if (!own || !own->cure || cure_entry_pending()) return;
+  auto& c = *own->cure;
+  if (c.phase == CureProgress::Phase::running && c.current() == Action::reboot && reboot_over(c)) {
+    c.phase = CureProgress::Phase::verifying;
+    c.since = now;
+    c.last = "rebooted";
+    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+  }
+}
+
+void SlurmActions::cure_notice(const std::string& message, Action step, WallTime now) {
+  JournalEntry about;
+  about.node = node_;
+  about.code = journal_.own_drain() ? journal_.own_drain()->code : std::string();
+  notice(NoticeKind::cure, about, message, step == Action::none ? "none" : to_string(step), now);
+}
+
+std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, WallTime now) {
+  auto& own = journal_.own_drain();
+  // Resumed meanwhile (by an admin, or the fault cleared): nothing left to cure.
+  if (!own || !own->cure || own->cure->current() != Action::reset_gpu) return true;
+  auto& c = *own->cure;
+  auto finish_failed = [&](const std::string& why) {
+    running_resets_.erase(e.id);
+    c.phase = CureProgress::Phase::failed;
+    c.last = why;
+    return true;  // the entry is done; the chain goes on (run_due completes the entry, then next step)
+  };
+  auto running = running_resets_.find(e.id);
+  if (running == running_resets_.end()) {
+    // A reset needs the GPU idle: the node's jobs gone (requeued, ended, drained away).
+    auto info = slurm_.node(e.node);
+    if (!info) return std::unexpected(info.error().message);
+    if (!info->drained_or_draining()) return finish_failed("node " + e.node + " is back in service: not reset");
+    if (info->busy) {
+      if (now - e.created > policy_.cure.reset_wait)
+        return finish_failed("the node still runs jobs after " + std::to_string(policy_.cure.reset_wait.count()) + " s");
+      c.last = "waiting for the node's jobs to leave (" + (info->state.empty() ? std::string("busy") : info->state) + ")";
+      journal_.wait_until(e.id, now + std::chrono::seconds(2), c.last);
+      return false;
+    }
+    auto outcome = std::make_shared<ResetOutcome>();
+    auto resetter = reset_gpus_;
+    auto config = policy_.cure;
+    auto gpus = c.gpus;
+    auto node = node_;
+    try {
+      std::thread([outcome, resetter, config, gpus, node] {
+        GpuResetOutcome r;
+        try {
+          r = resetter ? resetter(config, gpus, node) : reset_gpus(config, gpus, node, {});
+        } catch (const std::exception& ex) {
+          r = {GpuResetOutcome::Kind::failed, ex.what()};
+        }
+        std::lock_guard lock(outcome->mutex);
+        outcome->result = std::move(r);
+      }).detach();
+    } catch (const std::system_error& ex) {
+      return std::unexpected(std::string("GPU reset: no thread to run it on: ") + ex.what());
+    }
+    spdlog::warn("node {}: resetting GPU(s) for {}", e.node, e.code);
+    c.last = "GPU reset running";
+    running = running_resets_.emplace(e.id, std::move(outcome)).first;
+  }
+  std::optional<GpuResetOutcome> result;
+  {
+    std::lock_guard lock(running->second->mutex);
+    result = running->second->result;
+  }
+  if (!result) {
+    journal_.wait_until(e.id, now + std::chrono::milliseconds(200), "GPU reset running");
+    return false;
+  }
+  running_resets_.erase(running);
+  switch (result->kind) {
+    case GpuResetOutcome::Kind::blocked:
+      if (now - e.created > policy_.cure.reset_wait) return finish_failed(result->message);
+      c.last = result->message;
+      spdlog::info("node {}: {}", e.node, result->message);
+      journal_.wait_until(e.id, now + std::chrono::seconds(5), result->message);
+      return false;
+    case GpuResetOutcome::Kind::failed: spdlog::error("node {}: {}", e.node, result->message); return finish_failed(result->message);
+    case GpuResetOutcome::Kind::reset: break;
+  }
+  spdlog::warn("node {}: {}; judging the node again", e.node, result->message);
+  c.phase = CureProgress::Phase::verifying;
+  c.since = now;
+  c.last = result->message;
+  acted_ = Action::reset_gpu;
+  // What the checks remember of the fault (an XID event) was about the GPU before its reset.
+  if (cured_) cured_(e.code);
+  return true;
+}
+
+std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e, WallTime now) {
+  auto info = slurm_.node(e.node);
+  if (!info) return std::unexpected(info.error().message);
+  if (info->drained_or_draining() && !info->reason.starts_with(kReasonPrefix)) {
+    // Someone else's drain: their reason stays; the replace hooks still run (the cure is theirs to finish).
+    spdlog::info("node {} is drained by someone else ({}); replacement requested without changing it", e.node,
+                 sanitize(info->reason, 240));
+  } else if (info->drained_or_draining()) {
+    if (info->reason != e.reason)
+      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
+  } else {
+    // Back in service (an admin resumed it, or Slurm after a reboot): drained again, within the share cap.
+    JournalEntry drain = e;
+    drain.kind = Action::drain;
+    drain.reboot = false;
+    auto r = do_drain(drain, now);
+    if (!r) return r;
+    if (!journal_.own_drain()) return true;  // withheld by the share cap: status says so
+  }
+  auto& own = journal_.own_drain();
+  if (!own) own = OwnDrain{e.code, e.reason, now, true, false, std::nullopt};
+  own->reason = e.reason;
+  own->held = true;  // new hardware: never returned by healthd itself
+  if (own->cure) {
+    own->cure->phase = CureProgress::Phase::exhausted;
+    own->cure->since = now;
+    own->cure->last = "replacement requested";
+  }
+  spdlog::error("node {}: replacement requested: {}", e.node, e.reason);
+  acted_ = Action::replace;
+  return true;
+}
+
+std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry& e, WallTime now) {
+  auto& own = journal_.own_drain();
+  const auto& cure = policy_.cure;
+  if (!own || cure.deep_check.empty()) {
+    running_deep_checks_.erase(e.id);
+    if (own) {
+      // Turned off meanwhile: the node returns as it would without one.
+      JournalEntry resume = e;
+      resume.kind = Action::resume;
+      resume.next_try = now;
+      if (auto r = journal_.add(std::move(resume)); !r) spdlog::error("journal: {}", r.error());
+    }
+    return true;
+  }
+  auto running = running_deep_checks_.find(e.id);
+  if (running == running_deep_checks_.end()) {
+    std::vector<std::string> argv;
+    for (const auto& word : cure.deep_check) argv.push_back(expand_node_name(word, e.node));
+    std::vector<std::string> env = {"HEALTHD_ACTION=deep_check", "HEALTHD_NODE=" + sanitize(e.node, 255),
+                                    "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000)};
+    const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cure.deep_check_timeout);
+    const std::string program = argv.front();  // argv moves to the thread
+    auto outcome = std::make_shared<HookOutcome>();
+    try {
+      std::thread([outcome, runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout] {
+        std::expected<ProcessResult, std::string> r = std::unexpected(std::string("did not run"));
+        try {
+          r = runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
+        } catch (const std::exception& ex) {
+          r = std::unexpected(std::string(ex.what()));
+        }
+        std::lock_guard lock(outcome->mutex);
+        outcome->result = std::move(r);
+      }).detach();
+    } catch (const std::system_error& ex) {
+      return std::unexpected(std::string("deep check: no thread to run it on: ") + ex.what());
+    }
+    spdlog::info("node {}: deep check before it returns: {}", e.node, program);
+    if (own->cure) own->cure->last = "deep check running";
+    running = running_deep_checks_.emplace(e.id, std::move(outcome)).first;
+  }
+  std::optional<std::expected<ProcessResult, std::string>> run;
+  {
+    std::lock_guard lock(running->second->mutex);
+    run = running->second->result;
+  }
+  if (!run) {
+    journal_.wait_until(e.id, now + std::chrono::milliseconds(500), "deep check running");
+    return false;
+  }
+  running_deep_checks_.erase(running);
+  std::string failure;
+  if (!*run) failure = "did not run: " + sanitize(run->error(), 200);
+  else if ((*run)->timed_out) failure = "no result within " + std::to_string(cure.deep_check_timeout.count()) + " s";
+  else if ((*run)->signaled || (*run)->exit_code != 0) {
+    const std::string said = first_line(**run);
+    failure = ((*run)->signaled ? std::string("killed by a signal") : "exit " + std::to_string((*run)->exit_code)) +
+              (said.empty() ? "" : ": " + said);
+  }
+  if (!own->cure) own->cure = CureProgress{};
+  acted_ = Action::deep_check;
+  if (failure.empty()) {
+    own->cure->deep_checked = true;
+    own->cure->last = "deep check passed";
+    spdlog::info("node {}: deep check passed; returning it", e.node);
+    cure_notice("deep check passed on " + e.node, Action::deep_check, now);
+    JournalEntry resume = e;
+    resume.kind = Action::resume;
+    resume.next_try = now;
+    resume.cure.reset();
+    if (auto r = journal_.add(std::move(resume)); !r) spdlog::error("journal: {}", r.error());
+    return true;
+  }
+  // The node stays out, held, with the test's message: the admin decides.
+  const std::string reason = truncate_utf8(std::string(kReasonPrefix) + " DEEP-CHECK: " + failure, 240);
+  spdlog::error("node {}: deep check failed ({}); it stays out until an admin resumes it", e.node, failure);
+  auto info = slurm_.node(e.node);
+  if (info && info->drained_or_draining() && info->reason.starts_with(kReasonPrefix))
+    if (auto r = slurm_.set_reason(e.node, reason); !r) spdlog::error("node {}: reason not set: {}", e.node, r.error().message);
+  own->reason = reason;
+  own->held = true;
+  own->cure->last = "deep check failed: " + failure;
+  cure_notice("deep check failed on " + e.node + ": " + failure + "; the node stays out", Action::deep_check, now);
+  return true;
+}
+
+}  // namespace ar::healthd

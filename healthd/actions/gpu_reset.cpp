@@ -1,0 +1,70 @@
+#include "gpu_reset.hpp"
+
+#include "actions/process.hpp"
+#include "config/fields.hpp"
+#include "text/text.hpp"
+
+namespace ar::healthd {
+namespace {
+
+std::string expand(std::string word, const std::string& gpu, const std::string& node) {
+  for (std::size_t pos = 0; (pos = word.find("%g", pos)) != std::string::npos; pos += gpu.size()) word.replace(pos, 2, gpu);
+  return expand_node_name(std::move(word), node);
+}
+
+// The first line of what the program said, for the message.
+std::string said(const ProcessResult& r) {
+  const std::string& text = r.err.find_first_not_of(" \t\r\n") != std::string::npos ? r.err : r.out;
+  const auto start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return {};
+  return sanitize(text.substr(start, text.find('\n', start) - start), 200);
+}
+
+}  // namespace
+
+GpuResetOutcome reset_gpus(const CureConfig& config, const std::vector<std::string>& gpus, const std::string& node,
+                           const GpuInspector& inspect) {
+  using Kind = GpuResetOutcome::Kind;
+  if (gpus.empty()) return {Kind::failed, "the fault names no GPU to reset"};
+  const std::string& program = config.reset_command.front();
+  if (program.empty() || program.front() != '/')
+    return {Kind::failed, "[cure] reset_command '" + sanitize(program, 80) + "' was not found in " + kChildPath +
+                              " when the config was loaded"};
+  std::vector<std::string> done;
+  for (const auto& gpu : gpus) {
+    std::string bus_id = gpu;
+    if (inspect) {
+      auto snap = inspect(gpu);
+      // A GPU NVML cannot reach (fallen off the bus) is not reset: a reboot is its cure.
+      if (!snap) return {Kind::failed, "GPU " + sanitize(gpu, 40) + " cannot be looked at before its reset: " + sanitize(snap.error(), 200)};
+      if (!snap->bus_id.empty()) bus_id = snap->bus_id;
+      if (snap->processes && !snap->processes->empty()) {
+        std::string pids;
+        for (auto pid : *snap->processes) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+        return {Kind::blocked, "GPU " + bus_id + " is used by process(es) " + pids + ": its reset waits for them"};
+      }
+      if (config.reset_blocked_by_persistence && snap->persistence_mode.value_or(false))
+        return {Kind::failed, "GPU " + bus_id +
+                                  " is in persistence mode, which blocks a reset (turn it off first in a reset_command "
+                                  "script, or set [cure] reset_blocked_by_persistence = false if this driver resets anyway)"};
+    }
+    std::vector<std::string> argv;
+    for (const auto& word : config.reset_command) argv.push_back(expand(word, bus_id, node));
+    auto r = run_process(argv, std::chrono::duration_cast<std::chrono::milliseconds>(config.reset_timeout), 16 * 1024);
+    if (!r) return {Kind::failed, "GPU " + bus_id + ": reset did not run: " + sanitize(r.error(), 200)};
+    if (r->timed_out)
+      return {Kind::failed, "GPU " + bus_id + ": reset did not finish within " + std::to_string(config.reset_timeout.count()) + " s"};
+    if (r->signaled || r->exit_code != 0) {
+      const std::string what = said(*r);
+      return {Kind::failed, "GPU " + bus_id + ": reset " +
+                                (r->signaled ? std::string("killed by a signal") : "failed (exit " + std::to_string(r->exit_code) + ")") +
+                                (what.empty() ? "" : ": " + what)};
+    }
+    done.push_back(bus_id);
+  }
+  std::string list;
+  for (const auto& g : done) list += (list.empty() ? "" : ", ") + g;
+  return {Kind::reset, "GPU " + list + " reset"};
+}
+
+}  // namespace ar::healthd

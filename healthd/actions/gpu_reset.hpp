@@ -1,0 +1,34 @@
+// Resets the GPUs a fault is on ([cure] reset_command, default `nvidia-smi --gpu-reset -i %g`): argv,
+// no shell, with a deadline. A reset needs the GPU idle: processes holding it block it (the caller
+// waits for them, up to reset_wait_s), and so does persistence mode where the driver refuses a
+// reset with it on (said so; the chain goes on). Runs on a thread of its own (slurm_actions polls it).
+#pragma once
+
+#include <expected>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectors/gpu_snapshot.hpp"
+#include "config/cure_config.hpp"
+
+namespace ar::healthd {
+
+struct GpuResetOutcome {
+  enum class Kind { reset, blocked, failed } kind = Kind::failed;
+  std::string message;  // one line: what was reset, what blocks it, or why it failed
+};
+
+// What NVML says of one GPU now, by PCI bus id (either form): its bus id as NVML gives it, its
+// persistence mode and the processes using it. Empty function: not looked at.
+using GpuInspector = std::function<std::expected<GpuSnapshot, std::string>(const std::string& bus_id)>;
+
+// Resets `gpus` (PCI bus ids) of `node` one after the other; the first that fails or is blocked ends it.
+GpuResetOutcome reset_gpus(const CureConfig& config, const std::vector<std::string>& gpus, const std::string& node,
+                           const GpuInspector& inspect);
+
+// How slurm_actions resets GPUs: reset_gpus with the node's inspector, or a test's fake.
+using GpuResetter = std::function<GpuResetOutcome(const CureConfig& config, const std::vector<std::string>& gpus,
+                                                  const std::string& node)>;
+
+}  // namespace ar::healthd

@@ -1,0 +1,358 @@
+// Cure chains: which chain a fault gets, and how healthd walks it against a recording Slurm: a GPU
+// reset that cures, one that does not, one that fails or is blocked, a reboot that did not cure, the
+// replacement, a deep check before the node returns, and a daemon killed in the middle of a step.
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "config/config.hpp"
+#include "engine/cure_plan.hpp"
+#include "responder_fixture.hpp"
+
+using namespace ar::healthd;
+using namespace ar::healthd::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+using enum Action;
+
+CheckResult fault(const std::string& code, Action action, std::vector<std::string> gpus = {"00000000:3B:00.0"}) {
+  CheckResult r;
+  r.check = "gpu";
+  r.status = Status::fault;
+  r.code = code;
+  r.message = "on GPU 0";
+  r.action = action;
+  r.gpus = std::move(gpus);
+  return r;
+}
+
+// Stands in for the GPU reset and the deep check's process runner; both answer from their own threads.
+struct Doctor {
+  std::mutex mutex;
+  std::vector<std::vector<std::string>> resets;  // the GPUs of each reset
+  std::vector<GpuResetOutcome> reset_answers;    // in turn; the last one repeats
+  std::vector<std::vector<std::string>> deep_checks;
+  ProcessResult deep_answer{0};
+  std::vector<std::string> forgotten;  // codes the checks were asked to forget
+
+  GpuResetter resetter() {
+    return [this](const CureConfig&, const std::vector<std::string>& gpus, const std::string&) {
+      std::lock_guard lock(mutex);
+      resets.push_back(gpus);
+      const auto i = std::min(resets.size(), reset_answers.size()) - 1;
+      return reset_answers.at(i);
+    };
+  }
+  HookRunner runner() {
+    return [this](const std::vector<std::string>& argv, const std::vector<std::string>&, std::chrono::milliseconds) {
+      std::lock_guard lock(mutex);
+      deep_checks.push_back(argv);
+      return std::expected<ProcessResult, std::string>(deep_answer);
+    };
+  }
+  std::size_t reset_count() {
+    std::lock_guard lock(mutex);
+    return resets.size();
+  }
+};
+
+struct CureFixture : Fixture {
+  Doctor doctor;
+  CheckResult current;
+  explicit CureFixture(PolicyConfig p = {}, std::string boot = "boot-1") : Fixture(p) {
+    doctor.reset_answers = {{GpuResetOutcome::Kind::reset, "GPU 00000000:3B:00.0 reset"}};
+    rebuild(std::move(boot));
+  }
+  void rebuild(std::string boot) {
+    responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline, doctor.runner());
+    responder->set_cure(doctor.resetter(), [this](const std::string& code) { doctor.forgotten.push_back(code); }, std::move(boot));
+  }
+  // One sweep with `r` (or healthy), then the journal carried out until nothing is due that can be
+  // done now (a step's thread answers in its own time).
+  void sweep_with(const std::optional<CheckResult>& r, std::vector<LocalJob> jobs = {}) {
+    slurm.clock = now;
+    CheckResult healthy;
+    healthy.check = "gpu";
+    CheckResult seen = r.value_or(healthy);
+    seen.at = now;
+    responder->on_sweep({seen}, jobs, std::nullopt, now);
+    settle();
+    now += 1s;
+  }
+  // Carries out what is due; a step answering from its thread is waited for (5 s at most), a step
+  // that waits longer (for jobs, for a blocked GPU) is left for a later sweep.
+  void settle() {
+    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
+      responder->run_due(now);
+      responder->follow_requeued(now);
+      auto due = journal.next_due();
+      if (!due || *due > now + 1s) break;
+      now += 250ms;
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  std::string reason() { return slurm.nodes["n2"].reason; }
+  nlohmann::json cure_status() { return responder->status()["own_drain"]["cure"]; }
+};
+
+}  // namespace
+
+TEST(CurePlan, TheCataloguesDefaults) {
+  CureConfig none;
+  EXPECT_EQ(cure_chain(none, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{reset_gpu, reboot, replace}));
+  EXPECT_EQ(cure_chain(none, fault("GPU-XID-79", reboot), false), (std::vector<Action>{reboot, replace}));
+  EXPECT_EQ(cure_chain(none, fault("GPU-ROW-REMAP-FAILED", drain), false), (std::vector<Action>{replace}));
+  // By code, whatever action the memory check was set to.
+  EXPECT_EQ(cure_chain(none, fault("GPU-ROW-REMAP-PENDING", drain), false), (std::vector<Action>{reset_gpu, reboot, replace}));
+  EXPECT_EQ(cure_chain(none, fault("NEURON-HW-ERR", drain), false), (std::vector<Action>{replace}));
+  EXPECT_EQ(cure_chain(none, fault("NEURON-HW-ERR", reboot), false), (std::vector<Action>{reboot, replace}));
+  EXPECT_TRUE(cure_chain(none, fault("KMSG-MCE", drain), false).empty());
+  // A node held for flapping is not cured by one more reset.
+  EXPECT_EQ(cure_chain(none, fault("GPU-XID-48", reset_gpu), true), (std::vector<Action>{replace}));
+}
+
+TEST(CurePlan, TheAdminsChainByCodeWinsThenByXid) {
+  CureConfig c;
+  c.chains = {{"", 48u, {reboot}, ""}, {"GPU-XID-48", std::nullopt, {replace}, ""}, {"", 79u, {}, ""}};
+  EXPECT_EQ(cure_chain(c, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{replace}));
+  EXPECT_TRUE(cure_chain(c, fault("GPU-XID-79", reboot), false).empty());  // drain only, as the admin says
+  EXPECT_FALSE(xid_of_code("GPU-XID-").has_value());
+  EXPECT_FALSE(xid_of_code("GPU-XID-4x").has_value());
+  EXPECT_EQ(xid_of_code("GPU-XID-119"), 119u);
+}
+
+TEST(Cure, AResetThatCuresReturnsTheNode) {
+  CureFixture f;
+  const auto xid = fault("GPU-XID-48", reset_gpu, {"0000:3b:00"});
+  f.sweep_with(xid, {{7, 0, true}});
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  ASSERT_EQ(f.doctor.reset_count(), 1u);
+  EXPECT_EQ(f.doctor.resets[0], (std::vector<std::string>{"0000:3b:00"}));
+  // The checks forget the XID, which was about the GPU before its reset.
+  EXPECT_EQ(f.doctor.forgotten, (std::vector<std::string>{"GPU-XID-48"}));
+  EXPECT_EQ(f.cure_status()["phase"], "verifying");
+  for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 0);
+  EXPECT_EQ(f.doctor.reset_count(), 1u);
+}
+
+TEST(Cure, AResetThatDoesNotCureGoesOnToAReboot) {
+  CureFixture f;
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  f.sweep_with(remap);
+  ASSERT_EQ(f.doctor.reset_count(), 1u);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 0);
+  f.sweep_with(remap);  // found again after the reset
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.doctor.reset_count(), 1u);
+  EXPECT_EQ(f.cure_status()["step"], "reboot");
+  EXPECT_EQ(f.cure_status()["phase"], "running");
+  // While the reboot is pending the fault is still there: nothing more happens.
+  f.sweep_with(remap);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], false);
+}
+
+TEST(Cure, AFaultStillThereAfterTheRebootRequestsAReplacement) {
+  PolicyConfig p;
+  p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
+  CureFixture f(p);
+  const auto lost = fault("GPU-LOST", reboot);
+  f.sweep_with(lost);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  // The node comes back from its reboot (a new boot, Slurm resumed it) with the same fault.
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};
+  f.rebuild("boot-2");
+  f.sweep_with(lost);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.reason(), "healthd: GPU-LOST: on GPU 0 (replacement requested)");
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
+  ASSERT_EQ(f.doctor.deep_checks.size(), 1u);  // the replace hook, through the same runner
+  EXPECT_EQ(f.doctor.deep_checks[0], (std::vector<std::string>{"/usr/local/bin/replace", "n2"}));
+  // Held: healthy sweeps never return it.
+  for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+}
+
+TEST(Cure, AResetThatFailsGoesToTheNextStepAtOnce) {
+  PolicyConfig p;
+  p.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
+  CureFixture f(p);
+  f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 255)"}};
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.doctor.reset_count(), 1u);
+  EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (replacement requested)");
+  EXPECT_EQ(f.cure_status()["phase"], "exhausted");
+  EXPECT_TRUE(f.doctor.forgotten.empty());
+}
+
+TEST(Cure, ABlockedResetWaitsThenGivesUp) {
+  PolicyConfig p;
+  p.cure.chains = {{"", 48u, {reset_gpu}, ""}};
+  p.cure.reset_wait = 20s;
+  CureFixture f(p);
+  f.doctor.reset_answers = {{GpuResetOutcome::Kind::blocked, "GPU 00000000:3B:00.0 is used by process(es) 4242"}};
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.cure_status()["phase"], "running");
+  EXPECT_NE(f.cure_status()["last"].get<std::string>().find("4242"), std::string::npos);
+  for (int i = 0; i < 30 && f.cure_status()["phase"] == "running"; ++i) f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_GT(f.doctor.reset_count(), 1u);  // asked again while it waited
+  // The only step failed: nothing is left, the node stays out for an admin.
+  EXPECT_EQ(f.cure_status()["phase"], "exhausted");
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
+}
+
+TEST(Cure, AResetWaitsForTheNodesJobsToLeave) {
+  CureFixture f;
+  f.slurm.nodes["n2"].busy = true;
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.doctor.reset_count(), 0u);
+  EXPECT_NE(f.cure_status()["last"].get<std::string>().find("waiting for the node's jobs"), std::string::npos);
+  f.slurm.nodes["n2"].busy = false;
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.doctor.reset_count(), 1u);
+}
+
+TEST(Cure, ADaemonKilledDuringAResetResetsAgainAfterItsRestart) {
+  CureFixture f;
+  f.doctor.reset_answers = {{GpuResetOutcome::Kind::reset, "reset"}};
+  f.slurm.nodes["n2"].busy = true;  // the reset is journalled, waiting
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  ASSERT_EQ(f.doctor.reset_count(), 0u);
+  // Killed here: a new daemon reads the journal.
+  Journal reloaded(f.dir / "journal.json");
+  ASSERT_TRUE(reloaded.load());
+  ASSERT_TRUE(reloaded.own_drain());
+  ASSERT_TRUE(reloaded.own_drain()->cure);
+  EXPECT_EQ(reloaded.own_drain()->cure->current(), reset_gpu);
+  Responder next("n2", f.policy, f.slurm, reloaded, f.timeline, f.doctor.runner());
+  next.set_cure(f.doctor.resetter(), [](const std::string&) {}, "boot-1");
+  f.slurm.nodes["n2"].busy = false;
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       f.doctor.reset_count() == 0 && std::chrono::steady_clock::now() < deadline;) {
+    next.run_due(f.now);
+    f.now += 1s;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(f.doctor.reset_count(), 1u);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+}
+
+TEST(Cure, ADeepCheckStandsBetweenTheCureAndTheReturn) {
+  PolicyConfig p;
+  p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
+  CureFixture f(p);
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
+  ASSERT_EQ(f.doctor.deep_checks.size(), 1u);
+  EXPECT_EQ(f.doctor.deep_checks[0], p.cure.deep_check);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+TEST(Cure, AFailedDeepCheckKeepsTheNodeOutWithItsMessage) {
+  PolicyConfig p;
+  p.cure.deep_check = {"/usr/local/bin/nccl-allreduce", "%n"};
+  CureFixture f(p);
+  f.doctor.deep_answer = ProcessResult{1, false, false, "busbw 12.5 GB/s below 180\nmore\n", ""};
+  f.sweep_with(fault("KMSG-MCE", drain, {}));
+  for (int i = 0; i < 8; ++i) f.sweep_with(std::nullopt);
+  ASSERT_EQ(f.doctor.deep_checks.size(), 1u);
+  EXPECT_EQ(f.doctor.deep_checks[0], (std::vector<std::string>{"/usr/local/bin/nccl-allreduce", "n2"}));
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_EQ(f.reason(), "healthd: DEEP-CHECK: exit 1: busbw 12.5 GB/s below 180");
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
+}
+
+TEST(Cure, ADrainOnlyFaultRunsNoStep) {
+  CureFixture f;
+  f.sweep_with(fault("KMSG-MCE", drain, {}));
+  f.sweep_with(fault("KMSG-MCE", drain, {}));
+  EXPECT_EQ(f.doctor.reset_count(), 0u);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 0);
+  EXPECT_EQ(f.cure_status()["chain"], "drain only");
+  for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+TEST(Cure, ReportOnlyRunsNoStep) {
+  PolicyConfig p;
+  p.report_only = true;
+  CureFixture f(p);
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.doctor.reset_count(), 0u);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+}
+
+TEST(Cure, TheProgressSurvivesTheJournalFile) {
+  ar::test::TempDir dir;
+  Journal j(dir / "journal.json");
+  CureProgress c;
+  c.chain = {reset_gpu, reboot, replace};
+  c.step = 1;
+  c.phase = CureProgress::Phase::running;
+  c.since = WallTime(std::chrono::milliseconds(1'800'000'000'123));
+  c.gpus = {"00000000:3B:00.0"};
+  c.boot_id = "b1";
+  c.last = "reboot asked for";
+  j.own_drain() = OwnDrain{"GPU-XID-48", "healthd: GPU-XID-48: x", c.since, false, true, c};
+  ASSERT_TRUE(j.save());
+  Journal back(dir / "journal.json");
+  ASSERT_TRUE(back.load());
+  ASSERT_TRUE(back.own_drain() && back.own_drain()->cure);
+  const auto& b = *back.own_drain()->cure;
+  EXPECT_EQ(b.chain, c.chain);
+  EXPECT_EQ(b.step, 1u);
+  EXPECT_EQ(b.phase, CureProgress::Phase::running);
+  EXPECT_EQ(b.since, c.since);
+  EXPECT_EQ(b.gpus, c.gpus);
+  EXPECT_EQ(b.boot_id, "b1");
+  EXPECT_EQ(b.last, c.last);
+}
+
+TEST(Cure, AJournalWithAnUnknownStepIsRefused) {
+  ar::test::TempDir dir;
+  std::ofstream(dir / "journal.json")
+      << R"({"version":1,"next_id":1,"pending":[],"requeued":[],"fault_history_ms":[],)"
+      << R"("own_drain":{"code":"X","reason":"r","at_ms":0,"held":false,"cure":{"chain":["rm -rf"],"step":0,)"
+      << R"("phase":"pending","since_ms":0,"gpus":[],"boot_id":"","last":"","deep_checked":false}}})";
+  Journal j(dir / "journal.json");
+  auto r = j.load();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("not a cure step"), std::string::npos) << r.error();
+}
+
+TEST(CureConfig, ChainsAreReadAndCheckedWithTheirPosition) {
+  auto ok = parse_config(R"(
+[cure]
+reset_timeout_s = 60
+[[cure.chain]]
+xid = 48
+steps = ["reset_gpu", "replace"]
+[[cure.chain]]
+code = "KMSG-MCE"
+steps = []
+)", "healthd.toml", {});
+  ASSERT_TRUE(ok) << ok.error();
+  ASSERT_EQ(ok->policy.cure.chains.size(), 2u);
+  EXPECT_EQ(ok->policy.cure.chains[0].xid, 48u);
+  EXPECT_EQ(ok->policy.cure.chains[0].steps, (std::vector<Action>{reset_gpu, replace}));
+  EXPECT_TRUE(ok->policy.cure.chains[1].steps.empty());
+  EXPECT_EQ(ok->policy.cure.reset_timeout, 60s);
+
+  auto both = parse_config("[[cure.chain]]\ncode = \"X\"\nxid = 1\nsteps = []\n", "healthd.toml", {});
+  ASSERT_FALSE(both);
+  EXPECT_NE(both.error().find("needs one of code or xid"), std::string::npos) << both.error();
+  auto bad = parse_config("[[cure.chain]]\nxid = 1\nsteps = [\"drain\"]\n", "healthd.toml", {});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("healthd.toml:3"), std::string::npos) << bad.error();
+  EXPECT_NE(bad.error().find("reset_gpu, reboot, replace"), std::string::npos) << bad.error();
+  auto twice = parse_config("[[cure.chain]]\nxid = 1\nsteps = [\"reboot\", \"reboot\"]\n", "healthd.toml", {});
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().find("twice"), std::string::npos) << twice.error();
+}

@@ -1,0 +1,190 @@
+// The recording Slurm and the responder fixture that responder_test.cpp and cure_test.cpp share: a
+// fake slurmctld that records every call (and can die at any of them), and a node n2 with job 7.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/responder.hpp"
+#include "temp_dir.hpp"
+
+namespace ar::healthd::test {
+
+using namespace std::chrono_literals;
+
+// Thrown by the fake at a chosen Slurm call: the daemon dies there (SIGKILL), before or after the call.
+struct Killed {};
+
+class FakeSlurm : public SlurmClient {
+ public:
+  std::map<std::string, NodeInfo> nodes;
+  std::map<std::uint32_t, JobInfo> jobs;
+  std::vector<std::string> calls;
+  bool answering = true;
+  bool drain_fails = false;
+  bool release_starts_job = true;
+  // A requeued job shows COMPLETING for this many reads before PENDING, as slurmctld's does.
+  int completing_reads = 0;
+  std::map<std::uint32_t, int> completing_left;
+  // Every Slurm call is numbered; at kill_at the daemon dies, before the call or just after it.
+  int call_no = 0;
+  int kill_at = 0;
+  bool kill_after = false;
+  void before() {
+    ++call_no;
+    if (call_no == kill_at && !kill_after) throw Killed{};
+  }
+  void after() {
+    if (call_no == kill_at && kill_after) throw Killed{};
+  }
+
+  SlurmResult<NodeInfo> node(const std::string& name) override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    auto it = nodes.find(name);
+    if (it == nodes.end()) return std::unexpected(SlurmError(SlurmError::Kind::gone, "Invalid node name specified"));
+    auto n = it->second;
+    after();
+    return n;
+  }
+  SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) override {
+    std::vector<NodeInfo> out;
+    for (auto& [n, i] : nodes)
+      if (std::find(i.partitions.begin(), i.partitions.end(), partition) != i.partitions.end()) out.push_back(i);
+    return out;
+  }
+  SlurmResult<JobInfo> job(std::uint32_t id) override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    if (!jobs.count(id)) return std::unexpected(SlurmError(SlurmError::Kind::gone, "Invalid job id specified"));
+    if (jobs[id].state == "COMPLETING" && --completing_left[id] <= 0) jobs[id].state = "PENDING";
+    auto j = jobs.at(id);
+    after();
+    return j;
+  }
+  SlurmResult<void> drain(const std::string& n, const std::string& reason) override {
+    before();
+    if (drain_fails || !answering)
+      return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Unable to contact slurm controller"));
+    calls.push_back("drain " + n);
+    nodes[n].state = "MIXED+DRAIN";
+    nodes[n].drain = true;
+    nodes[n].reason = reason;
+    after();
+    return {};
+  }
+  bool reboot_program = true;  // the cluster has a RebootProgram
+  SlurmResult<void> reboot(const std::string& n, const std::string& reason) override {
+    calls.push_back("reboot " + n);
+    if (!reboot_program) return std::unexpected(SlurmError("RebootProgram isn't defined"));
+    nodes[n].state = "MIXED+DRAIN+REBOOT_REQUESTED";
+    nodes[n].drain = nodes[n].reboot = true;
+    nodes[n].reason = reason;
+    return {};
+  }
+  SlurmResult<void> resume(const std::string& n) override {
+    calls.push_back("resume " + n);
+    nodes[n].state = "IDLE";
+    nodes[n].drain = nodes[n].reboot = false;
+    nodes[n].reason.clear();
+    return {};
+  }
+  SlurmResult<void> set_reason(const std::string& n, const std::string& r) override {
+    nodes[n].reason = r;
+    return {};
+  }
+  SlurmResult<void> requeue(std::uint32_t id) override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    calls.push_back("requeue " + std::to_string(id));
+    if (!jobs[id].requeue) return std::unexpected(SlurmError(SlurmError::Kind::refused, "Requested operation is presently disabled"));
+    if (jobs[id].state != "RUNNING") return std::unexpected(SlurmError("Job is pending execution"));
+    jobs[id].state = completing_reads > 0 ? "COMPLETING" : "PENDING";
+    completing_left[id] = completing_reads;
+    jobs[id].restart_count++;
+    jobs[id].submit_time = clock;  // slurmctld stamps it when the job leaves COMPLETING
+    jobs[id].reason = "BeginTime";  // Slurm's requeue hold, until a scheduling pass judges it again
+    after();
+    return {};
+  }
+  SlurmResult<void> update_job(std::uint32_t id, const JobUpdate& u) override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    if (u.admin_comment) {
+      jobs[id].admin_comment = *u.admin_comment;
+      calls.push_back("comment " + std::to_string(id));
+    }
+    if (u.priority) {
+      jobs[id].priority = *u.priority;
+      calls.push_back("priority " + std::to_string(id) + " " + std::to_string(*u.priority));
+    }
+    if (u.reset_priority) {
+      jobs[id].priority = 1;
+      calls.push_back("priority " + std::to_string(id) + " reset");
+    }
+    if (u.begin) {
+      calls.push_back("release " + std::to_string(id));
+      begins[id] = *u.begin;
+      if (jobs[id].state != "PENDING") calls.push_back("release too early " + std::to_string(id));
+      else if (release_starts_job) jobs[id].state = "RUNNING";  // an idle cluster starts it at once
+    }
+    after();
+    return {};
+  }
+  std::map<std::uint32_t, std::time_t> begins;  // the last begin time asked, by job
+  WallTime clock{};                              // slurmctld's clock: the test's
+  SlurmResult<void> signal_job(std::uint32_t id, const std::string& sig) override {
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    calls.push_back("signal " + std::to_string(id) + " " + sig);
+    return {};
+  }
+  SlurmResult<void> cancel(std::uint32_t id) override {
+    calls.push_back("cancel " + std::to_string(id));
+    jobs[id].state = "CANCELLED";
+    return {};
+  }
+  int count(const std::string& call) const { return static_cast<int>(std::count(calls.begin(), calls.end(), call)); }
+};
+
+// The kernel-log check's result: healthy, or the fault every test here injects (XID 79).
+inline CheckResult kernel_log_result(bool faulty, Action action = Action::drain) {
+  CheckResult r;
+  r.check = "kernel_log";
+  if (faulty) {
+    r.status = Status::fault;
+    r.code = "GPU-XID-79";
+    r.message = "fallen off the bus";
+    r.action = action;
+  }
+  return r;
+}
+
+struct Fixture {
+  ar::test::TempDir dir;
+  FakeSlurm slurm;
+  Journal journal{dir / "journal.json"};
+  Timeline timeline{dir / "timeline.json"};
+  PolicyConfig policy;
+  std::unique_ptr<Responder> responder;
+  WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
+
+  explicit Fixture(PolicyConfig p = {}) : policy(p) {
+    policy.check_interval = 1s;  // sweep() is one check interval
+    for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.nodes[n] = NodeInfo{n, "IDLE", "", {"debug"}};
+    slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
+    responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
+  }
+  void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Action action = Action::drain) {
+    slurm.clock = now;
+    responder->on_sweep({kernel_log_result(faulty, action)}, jobs, std::nullopt, now);
+    responder->run_due(now);
+    responder->follow_requeued(now);
+    now += 1s;
+  }
+};
+
+
+}  // namespace ar::healthd::test
