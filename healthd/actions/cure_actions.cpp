@@ -210,14 +210,15 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
   };
   auto running = running_resets_.find(e.id);
   if (running == running_resets_.end()) {
-    // A reset needs the GPU idle: the node's jobs gone (requeued, ended, drained away).
+    // A reset needs the GPU idle: the node's jobs gone (requeued, ended, drained away), as this
+    // node's registry sees them.
     auto info = slurm_.node(e.node);
     if (!info) return std::unexpected(info.error().message);
     if (!info->drained_or_draining()) return finish_failed("node " + e.node + " is back in service: not reset");
-    if (info->busy) {
+    if (jobs_here_ > 0) {
       if (now - e.created > policy_.cure.reset_wait)
         return finish_failed("the node still runs jobs after " + std::to_string(policy_.cure.reset_wait.count()) + " s");
-      c.last = "waiting for the node's jobs to leave (" + (info->state.empty() ? std::string("busy") : info->state) + ")";
+      c.last = "waiting for the node's jobs to leave (" + std::to_string(jobs_here_) + " running)";
       journal_.wait_until(e.id, now + std::chrono::seconds(2), c.last);
       return false;
     }
@@ -277,6 +278,12 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
 std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
   if (!info) return std::unexpected(info.error().message);
+  // A reboot still finishing (healthd runs again before slurmd has registered): Slurm would resume
+  // the node after it (nextstate=RESUME) and wipe the reason. Wait for it, 10 minutes at most.
+  if (info->reboot_pending() && now - e.created < std::chrono::minutes(10)) {
+    journal_.wait_until(e.id, now + std::chrono::seconds(2), "waiting for the node's reboot to finish");
+    return false;
+  }
   if (info->drained_or_draining() && !info->reason.starts_with(kReasonPrefix)) {
     // Someone else's drain: their reason stays; the replace hooks still run (the cure is theirs to finish).
     spdlog::info("node {} is drained by someone else ({}); replacement requested without changing it", e.node,

@@ -74,6 +74,10 @@ class SlurmActions {
   // The responder found fault `code` standing at `at` (a sweep's result): a step carried out before
   // `at` did not cure it, so the chain goes on to its next step.
   void fault_seen(const std::string& code, WallTime at, WallTime now);
+  // How many jobs run on this node (the registry, at the last sweep): a GPU reset waits for none.
+  // Slurm's own view lags: after a requeue off a draining node, slurmctld 22.05 keeps the node MIXED
+  // for minutes with no job on it.
+  void set_jobs_here(std::size_t n) { jobs_here_ = n; }
   // A healthy sweep: a reboot asked for that has happened is over (the node is judged on its passes).
   void healthy_seen(WallTime now);
   // A cure step is under way (a reset running, a reboot asked for): healthy sweeps meanwhile do not
@@ -189,6 +193,7 @@ class SlurmActions {
   std::map<std::uint32_t, std::uint32_t> owners_;
   // What an admin's drain or resume came to when it did nothing on Slurm, for its notice.
   std::string admin_outcome_;
+  std::size_t jobs_here_ = 0;
   GpuResetter reset_gpus_;
   std::function<void(const std::string&)> cured_;
   std::string boot_id_;

@@ -46,7 +46,6 @@ struct NodeInfo {
   std::vector<std::string> partitions;
   bool drain = false;   // NODE_STATE_DRAIN: drained or draining
   bool reboot = false;  // NODE_STATE_REBOOT_REQUESTED or NODE_STATE_REBOOT_ISSUED
-  bool busy = false;    // jobs are on it: ALLOCATED or MIXED, or COMPLETING (a GPU reset waits for none)
   bool drained_or_draining() const { return drain; }
   bool reboot_pending() const { return reboot; }
 };

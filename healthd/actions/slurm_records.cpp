@@ -68,8 +68,6 @@ NodeInfo to_node_info(const node_info_t& node) {
   n.partitions = split_commas(text(node.partitions));
   n.drain = (node.node_state & NODE_STATE_DRAIN) != 0;
   n.reboot = (node.node_state & (NODE_STATE_REBOOT_REQUESTED | NODE_STATE_REBOOT_ISSUED)) != 0;
-  const auto base = node.node_state & NODE_STATE_BASE;
-  n.busy = base == NODE_STATE_ALLOCATED || base == NODE_STATE_MIXED || (node.node_state & NODE_STATE_COMPLETING) != 0;
   return n;
 }
 

@@ -117,6 +117,7 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
 
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
                          const std::optional<StepFailure>& trigger, WallTime now, bool full_pass) {
+  actions_.set_jobs_here(jobs.size());
   auto fault = worst_fault(results);
   if (fault) {
     healthy_passes_ = 0;

@@ -98,6 +98,19 @@ std::string format_status(const nlohmann::json& d, const RenderOptions& o) {
     line("actions", fmt::format("{} pending", int_of(node, "pending_actions")));
     if (bool_of(node, "report_only"))
       line("mode", "REPORT ONLY ([policy] report_only): nothing is done, only logged");
+    if (const auto& own = object_of(node, "own_drain"); !own.empty()) {
+      line("drained", text_of(own, "reason") + (bool_of(own, "held") ? " [held: until an admin resumes it]" : ""));
+      // The cure chain and how far it got: "reset_gpu -> reboot -> replace: step 2 of 3 (reboot), running".
+      if (const auto& cure = object_of(own, "cure"); !cure.empty() && text_of(cure, "chain") != "drain only") {
+        const std::string phase = text_of(cure, "phase", "?");
+        std::string where = phase == "exhausted"
+                                ? std::string("every step tried")
+                                : fmt::format("step {} of {} ({}), {}", int_of(cure, "step_no"), int_of(cure, "steps"),
+                                              text_of(cure, "step", "?"), phase);
+        const std::string last = text_of(cure, "last");
+        line("cure", text_of(cure, "chain") + ": " + where + (last.empty() ? "" : "; last: " + last));
+      }
+    }
     if (node.contains("drain_withheld")) line("withheld", text_of(node, "drain_withheld"));
     if (node.contains("admin_override")) line("override", text_of(node, "admin_override"));
     if (node.contains("slurm")) line("slurm", text_of(node, "slurm"));

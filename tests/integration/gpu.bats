@@ -28,7 +28,10 @@ check_code_is() { [ "$(check_field "$1" "$2" code)" = "$3" ]; }
 check_status_is() { [ "$(check_field "$1" "$2" status)" = "$3" ]; }
 
 setup() {
-  for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
+  for n in n1 n2 n3; do
+    set_nvml "$n" "$HEALTHY"
+    rm -f "${AR_CLUSTER_DIR}/host/$n/etc/gpu-reset" "${AR_CLUSTER_DIR}/host/$n/gpu-reset.log"
+  done
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/gpu-${BATS_TEST_NUMBER}-$$"
   mkdir -p "$WORK"
@@ -133,4 +136,60 @@ submit_hung_job() {
   [[ "$(node_reason n1)" == "healthd: GPU-ROW-REMAP-PENDING: GPU 1 "*"reset the GPU"* ]]
   set_nvml n1 "$HEALTHY"
   wait_until $((60 + SLURM_SETTLE_S)) node_idle n1
+}
+
+# cure_field NODE FIELD: a field of the node's cure (or "held": its drain's) in `healthctl status --json` ("" when none).
+cure_field() {
+  healthctl_on "$1" status --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin).get("health", {}).get("node", {}).get("own_drain", {})
+print(d.get("cure", {}).get(sys.argv[1], "") if sys.argv[1] != "held" else d.get("held", ""))' "$2"
+}
+reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
+
+@test "cure: a pending row remap under an auto-resume job: drained, job requeued, the GPU reset once idle, the node back" {
+  local job victim
+  job=$(submit_hung_job)
+  wait_until 60 job_running_attempt "$job" 0
+  victim=$(job_nodes "$job" | tail -1)
+  local reboots
+  reboots=$(grep -c "is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log" 2>/dev/null || true)
+  set_nvml "$victim" '{"devices": [{}, {"remap": {"pending": true}}]}'
+  wait_until 30 job_running_attempt "$job" 1
+  job_not_on "$job" "$victim"
+  # The reset ran once, on GPU 1 by NVML's bus id, after the job had left; it cured the scenario.
+  wait_until 30 bash -c "grep -q '00000000:28:00.0 cure' '${AR_CLUSTER_DIR}/host/$victim/gpu-reset.log'"
+  wait_until $((60 + SLURM_SETTLE_S)) node_idle "$victim"
+  [ "$(reset_log "$victim" | wc -l)" = 1 ]
+  # No reboot and no replacement: the first step cured it.
+  [ "$(grep -c "is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log" 2>/dev/null || true)" = "$reboots" ]
+  [ "$(grep -c "^replace " "${AR_CLUSTER_DIR}/host/$victim/hooks.log" 2>/dev/null || true)" = 0 ]
+  grep -q "^reset_gpu $victim GPU-ROW-REMAP-PENDING" "${AR_CLUSTER_DIR}/host/$victim/hooks.log"
+  # The node's events show the step.
+  run healthctl_on "$victim" events --json
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -q '"kind": *"cure"'
+  wait_until 60 job_finished "$job"
+  [ "$(job_state "$job")" = COMPLETED ]
+}
+
+@test "cure: a reset that fails goes on to a reboot, and the fault still there after it asks for a replacement" {
+  echo fail >"${AR_CLUSTER_DIR}/host/n3/etc/gpu-reset"
+  set_nvml n3 '{"devices": [{}, {"remap": {"pending": true}}]}'
+  wait_until 30 bash -c "grep -q '00000000:28:00.0 fail' '${AR_CLUSTER_DIR}/host/n3/gpu-reset.log'"
+  # The failed reset hands over to a reboot (fake-reboot.sh: a new boot id, healthd restarted) ...
+  wait_until 90 grep -q "n3 is back" "${AR_CLUSTER_DIR}/log/fake-reboot-n3.log"
+  # ... after which the same fault is found again: the node is drained for good, replacement requested.
+  wait_until 90 bash -c "scontrol show node n3 -o | grep -q 'replacement requested'"
+  [[ "$(node_reason n3)" == "healthd: GPU-ROW-REMAP-PENDING: GPU 1 "*"(replacement requested)" ]]
+  wait_until 30 grep -q "^replace n3 GPU-ROW-REMAP-PENDING" "${AR_CLUSTER_DIR}/host/n3/hooks.log"
+  [ "$(cure_field n3 held)" = True ]
+  [ "$(cure_field n3 phase)" = exhausted ]
+  [ "$(reset_log n3 | wc -l)" = 1 ]  # the reset was not tried again
+  # Held: the GPU healthy again does not return it; an admin does.
+  set_nvml n3 "$HEALTHY"
+  sleep 4
+  [[ "$(node_state n3)" == drain* ]]
+  healthctl_on n3 resume
+  wait_until $((60 + SLURM_SETTLE_S)) node_idle n3
 }

@@ -130,6 +130,8 @@ TEST(Cure, AResetThatCuresReturnsTheNode) {
   f.sweep_with(xid, {{7, 0, true}});
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.doctor.reset_count(), 0u);  // job 7 still runs here
+  f.sweep_with(xid);                      // it left: the GPU is reset
   ASSERT_EQ(f.doctor.reset_count(), 1u);
   EXPECT_EQ(f.doctor.resets[0], (std::vector<std::string>{"0000:3b:00"}));
   // The checks forget the XID, which was about the GPU before its reset.
@@ -209,11 +211,10 @@ TEST(Cure, ABlockedResetWaitsThenGivesUp) {
 
 TEST(Cure, AResetWaitsForTheNodesJobsToLeave) {
   CureFixture f;
-  f.slurm.nodes["n2"].busy = true;
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", reset_gpu), {{8, 0, false}});  // not auto-resume: it ends by itself
+  f.sweep_with(fault("GPU-XID-48", reset_gpu), {{8, 0, false}});
   EXPECT_EQ(f.doctor.reset_count(), 0u);
   EXPECT_NE(f.cure_status()["last"].get<std::string>().find("waiting for the node's jobs"), std::string::npos);
-  f.slurm.nodes["n2"].busy = false;
   f.sweep_with(fault("GPU-XID-48", reset_gpu));
   EXPECT_EQ(f.doctor.reset_count(), 1u);
 }
@@ -221,8 +222,7 @@ TEST(Cure, AResetWaitsForTheNodesJobsToLeave) {
 TEST(Cure, ADaemonKilledDuringAResetResetsAgainAfterItsRestart) {
   CureFixture f;
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::reset, "reset"}};
-  f.slurm.nodes["n2"].busy = true;  // the reset is journalled, waiting
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", reset_gpu), {{8, 0, false}});  // the reset is journalled, waiting
   ASSERT_EQ(f.doctor.reset_count(), 0u);
   // Killed here: a new daemon reads the journal.
   Journal reloaded(f.dir / "journal.json");
@@ -232,7 +232,6 @@ TEST(Cure, ADaemonKilledDuringAResetResetsAgainAfterItsRestart) {
   EXPECT_EQ(reloaded.own_drain()->cure->current(), reset_gpu);
   Responder next("n2", f.policy, f.slurm, reloaded, f.timeline, f.doctor.runner());
   next.set_cure(f.doctor.resetter(), [](const std::string&) {}, "boot-1");
-  f.slurm.nodes["n2"].busy = false;
   for (auto deadline = std::chrono::steady_clock::now() + 5s;
        f.doctor.reset_count() == 0 && std::chrono::steady_clock::now() < deadline;) {
     next.run_due(f.now);
