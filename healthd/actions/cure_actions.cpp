@@ -110,6 +110,9 @@ void SlurmActions::start_step(WallTime now) {
   e.cure = c;
   spdlog::warn("node {}: cure of {}: step {} of {} ({}): {}", node_, own->code, c.step + 1, c.chain.size(), chain_text(c.chain),
                to_string(step));
+  cure_timeline("step " + std::to_string(c.step + 1) + " of " + std::to_string(c.chain.size()) + " (" + chain_text(c.chain) +
+                    "): " + to_string(step),
+                now);
   if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
 }
 
@@ -195,6 +198,14 @@ void SlurmActions::cure_notice(const std::string& message, Action step, WallTime
   about.node = node_;
   about.code = journal_.own_drain() ? journal_.own_drain()->code : std::string();
   notice(NoticeKind::cure, about, message, step == Action::none ? "none" : to_string(step), now);
+  cure_timeline(message, now);
+}
+
+void SlurmActions::cure_timeline(const std::string& what, WallTime now) {
+  const auto& own = journal_.own_drain();
+  if (!own || !own->cure) return;
+  // The jobs the fault ended here see what became of the node (healthctl explain).
+  for (auto job : own->cure->jobs) timeline_.record(job, {now, node_, "node cure", sanitize(what, 300)});
 }
 
 std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, WallTime now) {

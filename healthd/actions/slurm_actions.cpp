@@ -492,10 +492,10 @@ void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done
     case Action::signal: notice(NoticeKind::signal, e, "SIG" + e.reason + " sent to checkpoint before " + e.code, "signal", now); break;
     case Action::reset_gpu: {
       const auto& own = journal_.own_drain();
-      notice(NoticeKind::cure, e, own && own->cure ? own->cure->last + "; judging the node again" : "GPU reset", "reset_gpu", now);
+      cure_notice(own && own->cure ? own->cure->last + "; judging the node again" : std::string("GPU reset"), Action::reset_gpu, now);
       break;
     }
-    case Action::replace: notice(NoticeKind::cure, e, "replacement requested: " + e.reason, "replace", now); break;
+    case Action::replace: cure_notice("replacement requested: " + e.reason, Action::replace, now); break;
     default: break;
   }
   if (e.kind == Action::requeue && std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == e.job_id; }))

@@ -153,7 +153,9 @@ class SlurmActions {
   // Whether a reboot asked for in this cure has happened (a new boot, or Slurm no longer has it pending).
   bool reboot_over(const CureProgress& c);
   bool cure_entry_pending() const;
+  // A cure step's notice, and its line in the timelines of the jobs the fault ended here.
   void cure_notice(const std::string& message, Action step, WallTime now);
+  void cure_timeline(const std::string& what, WallTime now);
   // Journals the hooks that follow `done`, which carried out `what`.
   void queue_hooks(const JournalEntry& done, Action what, WallTime now);
 

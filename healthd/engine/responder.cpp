@@ -157,6 +157,11 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       cure.since = now;
       // A node kept out for an admin is not rebooted back into service behind their back.
       drain.reboot = !held && !cure.chain.empty() && cure.chain.front() == Action::reboot;
+      for (const auto& job : jobs)
+        if (job.auto_resume && cure.jobs.size() < 64) cure.jobs.push_back(job.job_id);
+      if (trigger && trigger->auto_resume && cure.jobs.size() < 64 &&
+          std::find(cure.jobs.begin(), cure.jobs.end(), trigger->job_id) == cure.jobs.end())
+        cure.jobs.push_back(trigger->job_id);
       drain.cure = cure;
       if (!cure.chain.empty()) spdlog::info("node {}: cure of {}: {}", node_, fault->code, chain_text(cure.chain));
       drain_entry = drain;

@@ -58,7 +58,8 @@ nlohmann::json cure_to_json(const CureProgress& c) {
   nlohmann::json chain = nlohmann::json::array();
   for (auto a : c.chain) chain.push_back(to_string(a));
   return {{"chain", chain}, {"step", c.step}, {"phase", to_string(c.phase)}, {"since_ms", to_epoch_ms(c.since)},
-          {"gpus", c.gpus}, {"boot_id", c.boot_id}, {"last", c.last}, {"deep_checked", c.deep_checked}};
+          {"gpus", c.gpus}, {"boot_id", c.boot_id}, {"last", c.last}, {"deep_checked", c.deep_checked},
+          {"jobs", c.jobs}};
 }
 
 CureProgress cure_from_json(const nlohmann::json& j) {
@@ -79,6 +80,9 @@ CureProgress cure_from_json(const nlohmann::json& j) {
   c.boot_id = j.at("boot_id").get<std::string>();
   c.last = j.at("last").get<std::string>();
   c.deep_checked = j.at("deep_checked").get<bool>();
+  if (j.contains("jobs"))
+    for (const auto& id : json_fields::array(j, "jobs")) c.jobs.push_back(json_fields::integer_value<std::uint32_t>(id, "jobs"));
+  if (c.jobs.size() > 64) throw StateFieldError("cure: more than 64 jobs");
   return c;
 }
 

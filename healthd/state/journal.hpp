@@ -46,6 +46,7 @@ struct CureProgress {
   std::string boot_id;              // reboot: the boot it was asked in (a new one means it happened)
   std::string last;                 // what the last step came to, for status and explain
   bool deep_checked = false;        // the deep check passed since the cure: the node may return
+  std::vector<std::uint32_t> jobs;  // the auto-resume jobs the fault ended here: their timelines tell each step
 
   bool at_end() const { return step >= chain.size(); }
   Action current() const { return at_end() ? Action::none : chain[step]; }

@@ -169,6 +169,10 @@ reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
   run healthctl_on "$victim" events --json
   [ "$status" -eq 0 ]
   echo "$output" | grep -q '"kind": *"cure"'
+  # And the job's story on the node that failed it tells the reset.
+  run healthctl_on "$victim" explain "$job"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -q "node cure.*reset"
   wait_until 60 job_finished "$job"
   [ "$(job_state "$job")" = COMPLETED ]
 }

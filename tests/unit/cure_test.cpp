@@ -137,6 +137,8 @@ TEST(Cure, AResetThatCuresReturnsTheNode) {
   // The checks forget the XID, which was about the GPU before its reset.
   EXPECT_EQ(f.doctor.forgotten, (std::vector<std::string>{"GPU-XID-48"}));
   EXPECT_EQ(f.cure_status()["phase"], "verifying");
+  // The job the fault ended sees what became of the node.
+  EXPECT_TRUE(f.timeline.has_event(7, "node cure"));
   for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
   EXPECT_EQ(f.slurm.count("reboot n2"), 0);
