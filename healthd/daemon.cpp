@@ -13,6 +13,7 @@
 
 #include "actions/process.hpp"
 #include "actions/slurm_api_client.hpp"
+#include "checks/burn_in/burn_in_check.hpp"
 #include "checks/ec2/ec2_config.hpp"
 #include "checks/gpu/gpu_config.hpp"
 #include "collectors/host_path.hpp"
@@ -274,7 +275,11 @@ class Daemon {
  private:
   std::vector<std::shared_ptr<Check>> build_daemon_checks(const Config& config) {
     BuildContext context{config_.node_name, config_.host_root, config_.state_dir, jobs_here_};
-    return build_checks(config, context);
+    auto checks = build_checks(config, context);
+    // The burn-in is driven by [cure] (it runs the deep check), not by a [checks.*] section.
+    if (BurnInCheck::wanted(config.policy.cure))
+      checks.push_back(std::make_shared<BurnInCheck>(config.policy.cure, config_.node_name, jobs_here_));
+    return checks;
   }
 
   // Periodic sweeps catch faults no event announces (the first at start); poll sweeps run the checks
@@ -359,7 +364,9 @@ class Daemon {
     bool checks_changed = false;
     std::vector<std::string> applied, needs_restart;
     for (const auto& change : changes) {
-      if (change.key.starts_with("checks.")) checks_changed = true;
+      // The burn-in check is built from [cure]: a changed key of it rebuilds the checks too.
+      if (change.key.starts_with("checks.") || change.key.starts_with("cure.burn_in") || change.key.starts_with("cure.deep_check"))
+        checks_changed = true;
       (applies_at_run_time(change.key) ? applied : needs_restart).push_back(change.text);
     }
     // The new checks are built before anything is changed: if that fails, all of it stays as it is.

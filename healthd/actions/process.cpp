@@ -293,7 +293,8 @@ std::expected<void, std::string> become_child_subreaper() {
 
 std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv,
                                                       std::chrono::milliseconds timeout, std::size_t max_output,
-                                                      const std::vector<std::string>& extra_env) {
+                                                      const std::vector<std::string>& extra_env,
+                                                      const std::function<bool()>& cancel) {
   if (argv.empty()) return std::unexpected(std::string("run: empty command"));
   if (argv[0].empty() || argv[0].front() != '/')
     return std::unexpected("run " + argv[0] + ": not an absolute path (programs are resolved when the config is loaded)");
@@ -355,6 +356,11 @@ std::expected<ProcessResult, std::string> run_process(const std::vector<std::str
       result.timed_out = true;
       break;
     }
+    if (cancel && cancel()) {
+      result.timed_out = result.cancelled = true;
+      break;
+    }
+    if (cancel) left = std::min<long>(left, 100);
     int n = ::poll(fds, 2, static_cast<int>(left));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) break;
@@ -395,7 +401,10 @@ std::expected<ProcessResult, std::string> run_process(const std::vector<std::str
       return std::unexpected("run " + argv[0] + ": waitpid: " + std::strerror(e));
     }
     const auto now = std::chrono::steady_clock::now();
-    if (!give_up && now >= deadline) kill_all();
+    if (!give_up && (now >= deadline || (cancel && cancel()))) {
+      result.cancelled = now < deadline;
+      kill_all();
+    }
     if (give_up && now >= *give_up) {
       children.hand_over(pid);
       return std::unexpected("run " + argv[0] + ": killed at the deadline but still not gone after " +

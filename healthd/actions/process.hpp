@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <expected>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ namespace ar::healthd {
 struct ProcessResult {
   int exit_code = -1;     // valid when !timed_out and !signaled
   bool signaled = false;
-  bool timed_out = false; // killed at the deadline
+  bool timed_out = false; // killed at the deadline (or when `cancel` said so: see cancelled)
+  bool cancelled = false; // killed because the caller's `cancel` answered true
   std::string out;        // stdout, at most max_output bytes
   std::string err;        // stderr, at most max_output bytes
 };
@@ -61,9 +63,11 @@ inline constexpr std::chrono::milliseconds kKillGrace{2000};
 // argv[0] must be absolute. The error is for failures to start (pipe, spawn) and for a child that
 // did not exit within kKillGrace after SIGKILL (stuck in the kernel): its pid is then left to the
 // background reaper. `extra_env` (NAME=value) is added to child_environment() for this child.
+// `cancel`, when set, is asked every 100 ms: true kills the child's tree as the deadline would.
 std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv,
                                                       std::chrono::milliseconds timeout,
                                                       std::size_t max_output = 64 * 1024,
-                                                      const std::vector<std::string>& extra_env = {});
+                                                      const std::vector<std::string>& extra_env = {},
+                                                      const std::function<bool()>& cancel = {});
 
 }  // namespace ar::healthd

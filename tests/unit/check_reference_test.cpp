@@ -9,6 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "checks/gpu/xid_policy.hpp"
+#include "engine/cure_plan.hpp"
+#include "state/journal.hpp"
+
 namespace {
 
 std::string read(const std::filesystem::path& p) {
@@ -48,4 +52,38 @@ TEST(CheckReference, EveryCodeInTheSourceIsDocumented) {
     const auto documented = prefix ? "`" + code + "<" : "`" + code + "`";
     EXPECT_NE(reference.find(documented), std::string::npos) << code << " is missing from docs/checks.md";
   }
+}
+
+// The cure table of docs/checks.md is the catalogue the code applies: each code's default chain, and
+// for an XID the action its table gives it.
+TEST(CheckReference, TheCureTableIsTheDefaultChainOfEachCode) {
+  using namespace ar::healthd;
+  const auto reference = read(std::filesystem::path(AR_SOURCE_DIR) / "docs/checks.md");
+  const auto table = reference.find("| code | default action | default chain |");
+  ASSERT_NE(table, std::string::npos);
+  std::istringstream rows(reference.substr(table));
+  std::string row;
+  std::getline(rows, row);
+  std::getline(rows, row);  // |---|
+  int checked = 0;
+  const auto xids = XidPolicy::defaults();
+  while (std::getline(rows, row) && row.starts_with("| ")) {
+    if (row.starts_with("| any")) continue;
+    std::vector<std::string> cells;
+    for (std::size_t at = 1, next; (next = row.find(" |", at)) != std::string::npos; at = next + 2)
+      cells.push_back(row.substr(at + 1, next - at - 1));
+    ASSERT_EQ(cells.size(), 3u) << row;
+    const auto action = parse_action(cells[1]);
+    ASSERT_TRUE(action) << row;
+    const std::regex code_re("`([A-Z0-9-]+)`");
+    for (std::sregex_iterator it(cells[0].begin(), cells[0].end(), code_re), end; it != end; ++it) {
+      const std::string code = (*it)[1];
+      EXPECT_EQ(chain_text(default_cure_chain(code, *action)), cells[2]) << code;
+      if (auto xid = xid_of_code(code)) {
+        EXPECT_EQ(node_action_of(xids.rule_for(*xid).action), *action) << code;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
 }

@@ -259,7 +259,7 @@ TEST(Cure, AFailedDeepCheckKeepsTheNodeOutWithItsMessage) {
   PolicyConfig p;
   p.cure.deep_check = {"/usr/local/bin/nccl-allreduce", "%n"};
   CureFixture f(p);
-  f.doctor.deep_answer = ProcessResult{1, false, false, "busbw 12.5 GB/s below 180\nmore\n", ""};
+  f.doctor.deep_answer = ProcessResult{1, false, false, false, "busbw 12.5 GB/s below 180\nmore\n", ""};
   f.sweep_with(fault("KMSG-MCE", drain, {}));
   for (int i = 0; i < 8; ++i) f.sweep_with(std::nullopt);
   ASSERT_EQ(f.doctor.deep_checks.size(), 1u);

@@ -22,7 +22,9 @@ TEST(XidPolicy, DefaultsFollowTheCatalogueBuckets) {
   EXPECT_EQ(p.rule_for(79).action, Action::reboot);
   EXPECT_EQ(p.rule_for(160).action, Action::reboot);
   for (unsigned x : {48u, 74u, 94u, 95u, 119u, 120u, 140u}) {
-    EXPECT_EQ(node_action_of(p.rule_for(x).action), Action::drain) << x;
+    // A GPU reset cures these: the node is drained first (takes_node_out), the reset follows.
+    EXPECT_EQ(node_action_of(p.rule_for(x).action), Action::reset_gpu) << x;
+    EXPECT_TRUE(takes_node_out(node_action_of(p.rule_for(x).action))) << x;
     EXPECT_EQ(status_for(p.rule_for(x).action), Status::fault) << x;
   }
   for (unsigned x : {13u, 31u, 43u, 45u, 63u, 68u, 92u, 109u}) {
