@@ -12,7 +12,7 @@ namespace {
 
 Color colour_of_kind(const std::string& kind) {
   if (kind == "incident" || kind == "drain" || kind == "action_failing") return Color::red;
-  if (kind == "requeue" || kind == "resume_cap" || kind == "signal" || kind == "admin") return Color::yellow;
+  if (kind == "requeue" || kind == "resume_cap" || kind == "signal" || kind == "admin" || kind == "cure") return Color::yellow;
   if (kind == "resumed" || kind == "node_returned") return Color::green;
   return Color::none;
 }
