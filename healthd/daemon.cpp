@@ -207,7 +207,12 @@ class Daemon {
       metrics_.observe_slurm_call(call, took, answered);
     });
     handler_.set_error_observer([this](std::string_view code) { metrics_.observe_protocol_error(code); });
-    engine_.on_status([this](const nlohmann::json& status) { metrics_.observe_status(status); });
+    engine_.on_status([this](const nlohmann::json& status) {
+      metrics_.observe_status(status);
+      // The burn-in stays off a node that is faulty or that healthd holds out (a cure under way).
+      const auto& node = status.contains("node") ? status["node"] : nlohmann::json::object();
+      node_out_->store(node.value("faulty", false) || node.contains("own_drain"));
+    });
     responder_.set_notices(&notices_, config_.notify.action_failing_after);
     set_up_cures();
   }
@@ -278,7 +283,7 @@ class Daemon {
     auto checks = build_checks(config, context);
     // The burn-in is driven by [cure] (it runs the deep check), not by a [checks.*] section.
     if (BurnInCheck::wanted(config.policy.cure))
-      checks.push_back(std::make_shared<BurnInCheck>(config.policy.cure, config_.node_name, jobs_here_));
+      checks.push_back(std::make_shared<BurnInCheck>(config.policy.cure, config_.node_name, jobs_here_, node_out_));
     return checks;
   }
 
@@ -443,6 +448,7 @@ class Daemon {
   State& state_;
   asio::io_context io_;
   std::shared_ptr<std::atomic<std::size_t>> jobs_here_ = std::make_shared<std::atomic<std::size_t>>(0);
+  std::shared_ptr<std::atomic<bool>> node_out_ = std::make_shared<std::atomic<bool>>(false);  // set from the engine's status
   Metrics metrics_;                    // outlives the engine, the server and the webhook that feed it
   std::unique_ptr<Webhook> webhook_;   // null: no [notify] webhook
   RegistrySaver registry_saver_;

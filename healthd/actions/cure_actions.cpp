@@ -28,9 +28,18 @@ std::string first_line(const ProcessResult& r) {
 }  // namespace
 
 void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now) {
-  OwnDrain d{e.code, e.reason, now, e.held, rebooting, std::nullopt};
+  const auto& before = journal_.own_drain();
+  const bool same_fault = before && before->code == e.code;
+  // Held (flapping, a replacement) stays held: a later entry for the same fault never lifts it.
+  OwnDrain d{e.code, e.reason, now, e.held || (same_fault && before->held), rebooting, std::nullopt};
   d.cure = e.cure;
-  if (!d.cure && journal_.own_drain() && journal_.own_drain()->code == e.code) d.cure = journal_.own_drain()->cure;
+  // The same fault again while its cure is under way (it came back after a reset): the chain goes
+  // on from where it is, not from its first step.
+  const bool fresh = e.cure && e.cure->step == 0 && e.cure->phase == CureProgress::Phase::pending;
+  if (same_fault && before->cure && (!e.cure || (fresh && (before->cure->step > 0 || before->cure->phase != CureProgress::Phase::pending))))
+    d.cure = before->cure;
+  if (d.cure) d.cure->deep_checked = false;  // the fault is here again: a pass before it says nothing
+  if (same_fault && before->held && !e.held) d.reason = before->reason;
   if (d.cure && e.reboot && d.cure->current() == Action::reboot) {
     d.cure->since = now;
     if (rebooting) {
@@ -155,6 +164,18 @@ void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now
   auto& own = journal_.own_drain();
   if (!own || !own->cure || own->code != code || cure_entry_pending()) return;
   auto& c = *own->cure;
+  c.deep_checked = false;  // a deep check passed before the fault came back says nothing
+  if (c.phase == CureProgress::Phase::exhausted) return;
+  // Back in service without a reboot of ours (an admin resumed it): the admin's decision overrides
+  // the cure, as it overrides a drain; the fault is not acted on again (status: override).
+  const bool rebooted = !boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id;
+  if (auto info = slurm_.node(node_); info && !info->drained_or_draining() && !info->reboot_pending() && !rebooted) {
+    spdlog::warn("node {}: back in service during the cure of {} ({}): the cure ends there", node_, code, chain_text(c.chain));
+    overridden_ = code;
+    own.reset();
+    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+    return;
+  }
   switch (c.phase) {
     case CureProgress::Phase::pending:
       // Found before its first step ran (a restart between the drain and the step).
@@ -225,7 +246,14 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
     // node's registry sees them.
     auto info = slurm_.node(e.node);
     if (!info) return std::unexpected(info.error().message);
-    if (!info->drained_or_draining()) return finish_failed("node " + e.node + " is back in service: not reset");
+    if (!info->drained_or_draining() || !info->reason.starts_with(kReasonPrefix)) {
+      // Resumed, or drained again by someone else: the node is not healthd's to reset any more.
+      spdlog::warn("node {}: no longer drained by healthd ({}): GPU reset not done, the cure ends", e.node,
+                   info->drained_or_draining() ? sanitize(info->reason, 120) : std::string("in service"));
+      running_resets_.erase(e.id);
+      own.reset();
+      return true;
+    }
     if (jobs_here_ > 0) {
       if (now - e.created > policy_.cure.reset_wait)
         return finish_failed("the node still runs jobs after " + std::to_string(policy_.cure.reset_wait.count()) + " s");
@@ -254,6 +282,7 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
     }
     spdlog::warn("node {}: resetting GPU(s) for {}", e.node, e.code);
     c.last = "GPU reset running";
+    c.since = now;
     running = running_resets_.emplace(e.id, std::move(outcome)).first;
   }
   std::optional<GpuResetOutcome> result;
@@ -262,6 +291,11 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
     result = running->second->result;
   }
   if (!result) {
+    // NVML or the program stuck past every deadline (a wedged GPU): the thread is left behind, the
+    // step counts as failed.
+    const auto limit = policy_.cure.reset_timeout * static_cast<int>(std::max<std::size_t>(1, c.gpus.size())) + std::chrono::seconds(60);
+    if (now - c.since > limit)
+      return finish_failed("GPU reset did not answer within " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) + " s");
     journal_.wait_until(e.id, now + std::chrono::milliseconds(200), "GPU reset running");
     return false;
   }
@@ -309,7 +343,11 @@ std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e,
     drain.reboot = false;
     auto r = do_drain(drain, now);
     if (!r) return r;
-    if (!journal_.own_drain()) return true;  // withheld by the share cap: status says so
+    if (!withheld_.empty()) {
+      // Withheld by the share cap (status says so): asked again later, nothing requested meanwhile.
+      journal_.wait_until(e.id, now + std::chrono::seconds(30), withheld_);
+      return false;
+    }
   }
   auto& own = journal_.own_drain();
   if (!own) own = OwnDrain{e.code, e.reason, now, true, false, std::nullopt};
@@ -341,6 +379,19 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
   }
   auto running = running_deep_checks_.find(e.id);
   if (running == running_deep_checks_.end()) {
+    // Only on a node healthd holds out of service with nothing on it: a node back in service (Slurm
+    // resumed it after a reboot, an admin did) is not healthd's to test any more.
+    auto info = slurm_.node(e.node);
+    if (!info) return std::unexpected(info.error().message);
+    if (!info->drained_or_draining() || !info->reason.starts_with(kReasonPrefix)) {
+      spdlog::info("node {}: not drained by healthd any more: no deep check", e.node);
+      own.reset();
+      return true;
+    }
+    if (jobs_here_ > 0) {
+      journal_.wait_until(e.id, now + std::chrono::seconds(2), "deep check waits for the node's jobs to leave");
+      return false;
+    }
     std::vector<std::string> argv;
     for (const auto& word : cure.deep_check) argv.push_back(expand_node_name(word, e.node));
     std::vector<std::string> env = {"HEALTHD_ACTION=deep_check", "HEALTHD_NODE=" + sanitize(e.node, 255),
@@ -389,13 +440,9 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
   if (failure.empty()) {
     own->cure->deep_checked = true;
     own->cure->last = "deep check passed";
-    spdlog::info("node {}: deep check passed; returning it", e.node);
+    spdlog::info("node {}: deep check passed; the next healthy sweep returns it", e.node);
+    // The next healthy sweep returns the node (a fault found meanwhile keeps it out).
     cure_notice("deep check passed on " + e.node, Action::deep_check, now);
-    JournalEntry resume = e;
-    resume.kind = Action::resume;
-    resume.next_try = now;
-    resume.cure.reset();
-    if (auto r = journal_.add(std::move(resume)); !r) spdlog::error("journal: {}", r.error());
     return true;
   }
   // The node stays out, held, with the test's message: the admin decides.

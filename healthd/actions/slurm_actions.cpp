@@ -167,6 +167,8 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
       spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info->reason, 240));
       admin_outcome_ = "already drained by someone else (" + sanitize(info->reason, 120) + "); left as it is";
+      if (e.cure && journal_.own_drain() && journal_.own_drain()->code == e.code)
+        journal_.own_drain().reset();  // a cure step of ours on a node that is now theirs: the cure ends
       return true;
     }
     bool rebooting = info->reboot_pending();

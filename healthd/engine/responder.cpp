@@ -221,7 +221,9 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   if (own && !own->held && full_pass && spaced && !actions_.cure_under_way()) {
     last_healthy_pass_ = now;
     ++healthy_passes_;
-    if (healthy_passes_ >= policy_.recovery_passes && jobs_moved) {
+    // A deep check that passed returns the node at the next healthy pass after it.
+    const bool checked = own->cure && own->cure->deep_checked;
+    if ((healthy_passes_ >= policy_.recovery_passes || checked) && jobs_moved) {
       // The admin's deep check stands between a node healthd drained and its return; it journals the
       // resume when it passes.
       const auto& cure = policy_.cure;

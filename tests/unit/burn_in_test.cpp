@@ -38,7 +38,7 @@ CheckResult run_until(BurnInCheck& check, const std::function<bool(const CheckRe
 
 TEST(BurnIn, OffUnlessIdleTimeAndProgramAreSet) {
   auto jobs = std::make_shared<std::atomic<std::size_t>>(0);
-  BurnInCheck off(burn_in({}), "n1", jobs);
+  BurnInCheck off(burn_in({}), "n1", jobs, nullptr);
   EXPECT_FALSE(off.run().front().applicable);
   EXPECT_FALSE(BurnInCheck::wanted(burn_in({"/bin/true"}, 0s)));
 }
@@ -46,7 +46,7 @@ TEST(BurnIn, OffUnlessIdleTimeAndProgramAreSet) {
 TEST(BurnIn, APassingRunOnAnIdleNodeIsOkAndNotRepeatedWithinTheInterval) {
   auto jobs = std::make_shared<std::atomic<std::size_t>>(0);
   std::atomic<int> runs{0};
-  BurnInCheck check(burn_in({"/bin/true"}), "n1", jobs,
+  BurnInCheck check(burn_in({"/bin/true"}), "n1", jobs, nullptr,
                     [&](const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds t,
                         const std::function<bool()>& cancel) {
                       ++runs;
@@ -64,7 +64,7 @@ TEST(BurnIn, APassingRunOnAnIdleNodeIsOkAndNotRepeatedWithinTheInterval) {
 
 TEST(BurnIn, AJobLandingStopsTheRunAtOnceWithoutAVerdict) {
   auto jobs = std::make_shared<std::atomic<std::size_t>>(0);
-  BurnInCheck check(burn_in({"/bin/sleep", "30"}), "n1", jobs);
+  BurnInCheck check(burn_in({"/bin/sleep", "30"}), "n1", jobs, nullptr);
   run_until(check, [](const CheckResult& c) { return c.message.find("running") != std::string::npos; });
   const auto landed = std::chrono::steady_clock::now();
   jobs->store(1);
@@ -83,7 +83,7 @@ TEST(BurnIn, AFailureIsAStandingFaultUntilCleared) {
   std::ofstream(script) << "#!/bin/sh\necho 'Diagnostic: Memory bandwidth FAIL on GPU 3'\nexit 226\n";
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   auto jobs = std::make_shared<std::atomic<std::size_t>>(0);
-  BurnInCheck check(burn_in({script.string()}), "n1", jobs);
+  BurnInCheck check(burn_in({script.string()}), "n1", jobs, nullptr);
   auto r = run_until(check, [](const CheckResult& c) { return c.status == Status::fault; });
   ASSERT_EQ(r.status, Status::fault) << r.message;
   EXPECT_EQ(r.code, "BURN-IN");
@@ -107,4 +107,20 @@ TEST(Process, CancelKillsTheChildWithinAFractionOfASecond) {
   ASSERT_TRUE(r) << r.error();
   EXPECT_TRUE(r->cancelled);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+TEST(BurnIn, NeverOnANodeHealthdHoldsOut) {
+  auto jobs = std::make_shared<std::atomic<std::size_t>>(0);
+  auto out = std::make_shared<std::atomic<bool>>(true);  // a drain, a cure under way
+  BurnInCheck check(burn_in({"/bin/sleep", "30"}), "n1", jobs, out);
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(check.run().front().message.find("running"), std::string::npos);
+    std::this_thread::sleep_for(100ms);
+  }
+  // Returned to service: idle for burn_in_idle_s from then, and it runs; taken out again, it stops.
+  out->store(false);
+  run_until(check, [](const CheckResult& c) { return c.message.find("running") != std::string::npos; });
+  out->store(true);
+  auto r = run_until(check, [](const CheckResult& c) { return c.message.find("stopped") != std::string::npos; });
+  EXPECT_NE(r.message.find("out of service"), std::string::npos) << r.message;
 }

@@ -280,7 +280,7 @@ TEST(Cure, ADrainOnlyFaultRunsNoStep) {
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
 }
 
-TEST(Cure, ReportOnlyRunsNoStep) {
+TEST(Cure, ReportOnlyJournalsNoDrainAndNoStep) {
   PolicyConfig p;
   p.report_only = true;
   CureFixture f(p);
@@ -356,4 +356,89 @@ steps = []
   auto twice = parse_config("[[cure.chain]]\nxid = 1\nsteps = [\"reboot\", \"reboot\"]\n", "healthd.toml", {});
   ASSERT_FALSE(twice);
   EXPECT_NE(twice.error().find("twice"), std::string::npos) << twice.error();
+}
+
+TEST(Cure, AFaultBackDuringTheDeepCheckKeepsTheNodeOut) {
+  PolicyConfig p;
+  p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
+  CureFixture f(p);
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  for (int i = 0; i < 3; ++i) f.sweep_with(std::nullopt);  // the healthy passes journal the deep check
+  ASSERT_EQ(f.doctor.deep_checks.size(), 1u);              // it passed
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));            // but the fault is back
+  for (int i = 0; i < 2; ++i) f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+  // The reset did not cure it after all: the chain goes on, and the earlier pass no longer counts.
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.cure_status()["deep_checked"], false);
+  for (int i = 0; i < 4; ++i) f.sweep_with(std::nullopt);  // healthy while the reboot is pending
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+}
+
+TEST(Cure, AnAdminWhoResumesTheNodeMidChainEndsTheCure) {
+  CureFixture f;
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  f.sweep_with(remap);
+  ASSERT_EQ(f.doctor.reset_count(), 1u);
+  // scontrol update state=resume: the admin's decision.
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};
+  f.sweep_with(remap);
+  f.sweep_with(remap);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 0);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_FALSE(f.journal.own_drain().has_value());
+  EXPECT_TRUE(f.responder->status().contains("admin_override"));
+}
+
+TEST(Cure, AReplacementWithheldByTheShareCapRequestsNothingYet) {
+  PolicyConfig p;
+  p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
+  CureFixture f(p);
+  const auto lost = fault("GPU-LOST", reboot);
+  f.sweep_with(lost);
+  ASSERT_EQ(f.slurm.count("reboot n2"), 1);
+  // Back from its reboot with the fault, while half the partition is drained already.
+  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};
+  for (const char* n : {"n1", "n3"}) {
+    f.slurm.nodes[n].drain = true;
+    f.slurm.nodes[n].reason = "maintenance";
+  }
+  f.rebuild("boot-2");
+  f.sweep_with(lost);
+  f.sweep_with(lost);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);
+  EXPECT_TRUE(f.doctor.deep_checks.empty());  // no replace hook ran
+  EXPECT_TRUE(f.responder->status().contains("drain_withheld"));
+  // Room again: the replacement goes ahead.
+  f.slurm.nodes["n1"].drain = false;
+  for (int i = 0; i < 40 && f.slurm.count("drain n2") == 0; ++i) f.sweep_with(lost);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.reason(), "healthd: GPU-LOST: on GPU 0 (replacement requested)");
+}
+
+TEST(Cure, ReportOnlyWalksNoStepOfACureJournalledBefore) {
+  CureFixture f;
+  f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "reset failed"}};
+  PolicyConfig quiet = f.policy;
+  quiet.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
+  f.policy = quiet;
+  f.rebuild("boot-1");
+  f.slurm.nodes["n2"].drain = true;  // drained by healthd before report_only was set
+  f.slurm.nodes["n2"].reason = "healthd: GPU-XID-48: on GPU 0";
+  CureProgress c;
+  c.chain = {reset_gpu, replace};
+  c.phase = CureProgress::Phase::verifying;
+  c.since = f.now - 10s;
+  f.journal.own_drain() = OwnDrain{"GPU-XID-48", "healthd: GPU-XID-48: on GPU 0", f.now - 10s, false, false, c};
+  quiet.report_only = true;
+  f.responder->set_policy(quiet);
+  for (int i = 0; i < 3; ++i) f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.cure_status()["phase"], "verifying");
+  EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0");
+  // Acting again: the fault found after the reset goes on to the replacement.
+  quiet.report_only = false;
+  f.responder->set_policy(quiet);
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (replacement requested)");
 }

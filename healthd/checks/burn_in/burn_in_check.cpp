@@ -20,9 +20,14 @@ std::string first_line(const ProcessResult& r) {
 }  // namespace
 
 BurnInCheck::BurnInCheck(CureConfig config, std::string node, std::shared_ptr<const std::atomic<std::size_t>> jobs_here,
-                         Runner runner)
-    : config_(std::move(config)), node_(std::move(node)), jobs_here_(std::move(jobs_here)), runner_(std::move(runner)) {
+                         std::shared_ptr<const std::atomic<bool>> out, Runner runner)
+    : config_(std::move(config)),
+      node_(std::move(node)),
+      jobs_here_(std::move(jobs_here)),
+      out_(std::move(out)),
+      runner_(std::move(runner)) {
   if (!jobs_here_) jobs_here_ = std::make_shared<std::atomic<std::size_t>>(0);
+  if (!out_) out_ = std::make_shared<std::atomic<bool>>(false);
 }
 
 BurnInCheck::~BurnInCheck() { stop(); }
@@ -75,8 +80,8 @@ std::vector<CheckResult> BurnInCheck::run() {
     const auto r = std::move(*finished_);
     finished_.reset();
     if (r && r->cancelled) {
-      last_ = "stopped: a job landed";
-      spdlog::info("burn_in: stopped, a job landed");
+      last_ = out_->load() ? "stopped: the node is out of service" : "stopped: a job landed";
+      spdlog::info("burn_in: {}", last_);
     } else {
       last_run_ = now;
       std::string failure;
@@ -97,7 +102,7 @@ std::vector<CheckResult> BurnInCheck::run() {
       }
     }
   }
-  if (jobs_here_->load() > 0) idle_since_.reset();
+  if (jobs_here_->load() > 0 || out_->load()) idle_since_.reset();
   else if (!idle_since_) idle_since_ = now;
   const bool due = !last_run_ || now - *last_run_ >= config_.burn_in_every;
   if (!running_ && !stopping_ && idle_since_ && now - *idle_since_ >= config_.burn_in_idle && due) start_run(now);

@@ -3,8 +3,8 @@
 // every burn_in_every_s, so a fault that only shows under load is found before a job lands (Google's
 // cluster health scanner and HyperPod's deep health checks do this). A job landing stops it at once
 // (the program's tree is killed within 100 ms); a stopped run is no verdict and is tried again once
-// the node is idle again. A failed run is a fault (BURN-IN, drain) that stands until a later run
-// passes or an admin clears it (healthctl clear BURN-IN).
+// the node is idle again. A failed run is a fault (BURN-IN, drain) that stands until an admin clears
+// it (healthctl clear BURN-IN): no burn-in runs on a node that is faulty or held out by healthd.
 //
 // It is a check so that its verdict goes where every verdict goes; it is built by the daemon from
 // [cure], not by a [checks.*] section. The program runs on a thread of its own; run() only reports.
@@ -32,8 +32,10 @@ class BurnInCheck : public Check {
       const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout,
       const std::function<bool()>& cancel)>;
 
+  // `out`: the node is faulty or held out by healthd (a drain, a cure under way), as the engine last
+  // published it: no burn-in then (it would hold the GPU a reset needs, or collide with the deep check).
   BurnInCheck(CureConfig config, std::string node, std::shared_ptr<const std::atomic<std::size_t>> jobs_here,
-              Runner runner = {});
+              std::shared_ptr<const std::atomic<bool>> out, Runner runner = {});
   ~BurnInCheck() override;
 
   std::string name() const override { return "burn_in"; }
@@ -46,11 +48,12 @@ class BurnInCheck : public Check {
 
  private:
   void start_run(Clock::time_point now);
-  bool busy() const { return jobs_here_->load() > 0 || stopping_.load(); }
+  bool busy() const { return jobs_here_->load() > 0 || out_->load() || stopping_.load(); }
 
   CureConfig config_;
   std::string node_;
   std::shared_ptr<const std::atomic<std::size_t>> jobs_here_;
+  std::shared_ptr<const std::atomic<bool>> out_;
   Runner runner_;
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;  // below: run() and the run's thread
