@@ -14,19 +14,6 @@
 #include "text/text.hpp"
 
 namespace ar::healthd {
-namespace {
-
-// The first line of what a program said, for a reason or a message.
-std::string first_line(const ProcessResult& r) {
-  for (const std::string* text : {&r.out, &r.err}) {
-    const auto start = text->find_first_not_of(" \t\r\n");
-    if (start != std::string::npos) return sanitize(text->substr(start, text->find('\n', start) - start), 200);
-  }
-  return {};
-}
-
-}  // namespace
-
 void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now) {
   const auto& before = journal_.own_drain();
   const bool same_fault = before && before->code == e.code;
@@ -398,24 +385,11 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
                                     "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000)};
     const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cure.deep_check_timeout);
     const std::string program = argv.front();  // argv moves to the thread
-    auto outcome = std::make_shared<HookOutcome>();
-    try {
-      std::thread([outcome, runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout] {
-        std::expected<ProcessResult, std::string> r = std::unexpected(std::string("did not run"));
-        try {
-          r = runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
-        } catch (const std::exception& ex) {
-          r = std::unexpected(std::string(ex.what()));
-        }
-        std::lock_guard lock(outcome->mutex);
-        outcome->result = std::move(r);
-      }).detach();
-    } catch (const std::system_error& ex) {
-      return std::unexpected(std::string("deep check: no thread to run it on: ") + ex.what());
-    }
+    auto outcome = run_in_background(std::move(argv), std::move(env), timeout);
+    if (!outcome) return std::unexpected("deep check: " + outcome.error());
     spdlog::info("node {}: deep check before it returns: {}", e.node, program);
     if (own->cure) own->cure->last = "deep check running";
-    running = running_deep_checks_.emplace(e.id, std::move(outcome)).first;
+    running = running_deep_checks_.emplace(e.id, std::move(*outcome)).first;
   }
   std::optional<std::expected<ProcessResult, std::string>> run;
   {
@@ -431,7 +405,7 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
   if (!*run) failure = "did not run: " + sanitize(run->error(), 200);
   else if ((*run)->timed_out) failure = "no result within " + std::to_string(cure.deep_check_timeout.count()) + " s";
   else if ((*run)->signaled || (*run)->exit_code != 0) {
-    const std::string said = first_line(**run);
+    const std::string said = first_output_line(**run);
     failure = ((*run)->signaled ? std::string("killed by a signal") : "exit " + std::to_string((*run)->exit_code)) +
               (said.empty() ? "" : ": " + said);
   }

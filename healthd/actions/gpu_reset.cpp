@@ -12,14 +12,6 @@ std::string expand(std::string word, const std::string& gpu, const std::string& 
   return expand_node_name(std::move(word), node);
 }
 
-// The first line of what the program said, for the message.
-std::string said(const ProcessResult& r) {
-  const std::string& text = r.err.find_first_not_of(" \t\r\n") != std::string::npos ? r.err : r.out;
-  const auto start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) return {};
-  return sanitize(text.substr(start, text.find('\n', start) - start), 200);
-}
-
 }  // namespace
 
 GpuResetOutcome reset_gpus(const CureConfig& config, const std::vector<std::string>& gpus, const std::string& node,
@@ -55,7 +47,7 @@ GpuResetOutcome reset_gpus(const CureConfig& config, const std::vector<std::stri
     if (r->timed_out)
       return {Kind::failed, "GPU " + bus_id + ": reset did not finish within " + std::to_string(config.reset_timeout.count()) + " s"};
     if (r->signaled || r->exit_code != 0) {
-      const std::string what = said(*r);
+      const std::string what = first_output_line(*r, /*stderr_first=*/true);
       return {Kind::failed, "GPU " + bus_id + ": reset " +
                                 (r->signaled ? std::string("killed by a signal") : "failed (exit " + std::to_string(r->exit_code) + ")") +
                                 (what.empty() ? "" : ": " + what)};

@@ -1,5 +1,7 @@
 #include "process.hpp"
 
+#include "text/text.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -288,6 +290,16 @@ std::expected<std::string, std::string> resolve_program(const std::string& name)
 std::expected<void, std::string> become_child_subreaper() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
     return std::unexpected(std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno));
+  return {};
+}
+
+std::string first_output_line(const ProcessResult& r, bool stderr_first) {
+  const std::string* order[2] = {&r.out, &r.err};
+  if (stderr_first) std::swap(order[0], order[1]);
+  for (const std::string* text : order) {
+    const auto start = text->find_first_not_of(" \t\r\n");
+    if (start != std::string::npos) return sanitize(text->substr(start, text->find('\n', start) - start), 200);
+  }
   return {};
 }
 

@@ -31,6 +31,10 @@ struct ProcessResult {
   std::string err;        // stderr, at most max_output bytes
 };
 
+// The first line a program printed (stdout, then stderr; `stderr_first`: the other way), trimmed and
+// sanitized to 200 bytes: what a reason or a message quotes of it. Empty when it printed nothing.
+std::string first_output_line(const ProcessResult& r, bool stderr_first = false);
+
 // The only PATH a child sees, and the only one program names are resolved against.
 inline constexpr const char* kChildPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 

@@ -641,6 +641,29 @@ std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, 
   return true;
 }
 
+std::expected<std::shared_ptr<SlurmActions::HookOutcome>, std::string> SlurmActions::run_in_background(
+    std::vector<std::string> argv, std::vector<std::string> env, std::chrono::milliseconds timeout) {
+  auto outcome = std::make_shared<HookOutcome>();
+  // On a thread of its own: a program may take its whole timeout, and the engine must go on sweeping
+  // and releasing requeued jobs meanwhile. Detached: at exit the process ends it, as it would a
+  // child; its deadline bounds it otherwise.
+  try {
+    std::thread([outcome, runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout] {
+      std::expected<ProcessResult, std::string> r = std::unexpected(std::string("did not run"));
+      try {
+        r = runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
+      } catch (const std::exception& ex) {
+        r = std::unexpected(std::string(ex.what()));
+      }
+      std::lock_guard lock(outcome->mutex);
+      outcome->result = std::move(r);
+    }).detach();
+  } catch (const std::system_error& ex) {
+    return std::unexpected(std::string("no thread to run it on: ") + ex.what());
+  }
+  return outcome;
+}
+
 void SlurmActions::queue_hooks(const JournalEntry& done, Action what, WallTime now) {
   for (const auto& hook : policy_.hooks) {
     if (std::find(hook.on.begin(), hook.on.end(), what) == hook.on.end()) continue;
@@ -686,25 +709,9 @@ std::expected<bool, std::string> SlurmActions::do_hook(const JournalEntry& e, Wa
                                     "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000),
                                     "HEALTHD_JOB_ID=" + std::to_string(e.job_id)};
     const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(hook->timeout);
-    auto outcome = std::make_shared<HookOutcome>();
-    // On a thread of its own: a hook may take its whole timeout, and the engine must go on sweeping
-    // and releasing requeued jobs meanwhile. Detached: at exit the process ends it, as it would a
-    // child; its deadline bounds it otherwise.
-    try {
-      std::thread([outcome, runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout] {
-        std::expected<ProcessResult, std::string> r = std::unexpected(std::string("did not run"));
-        try {
-          r = runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
-        } catch (const std::exception& ex) {
-          r = std::unexpected(std::string(ex.what()));
-        }
-        std::lock_guard lock(outcome->mutex);
-        outcome->result = std::move(r);
-      }).detach();
-    } catch (const std::system_error& ex) {
-      return std::unexpected("hook " + hook->name + ": no thread to run it on: " + ex.what());
-    }
-    running = running_hooks_.emplace(e.id, std::move(outcome)).first;
+    auto outcome = run_in_background(std::move(argv), std::move(env), timeout);
+    if (!outcome) return std::unexpected("hook " + hook->name + ": " + outcome.error());
+    running = running_hooks_.emplace(e.id, std::move(*outcome)).first;
   }
   std::optional<std::expected<ProcessResult, std::string>> run;
   {

@@ -188,6 +188,11 @@ class SlurmActions {
     std::optional<std::expected<ProcessResult, std::string>> result;
   };
   std::map<std::uint64_t, std::shared_ptr<HookOutcome>> running_hooks_;  // by journal entry
+  // Runs a program (a hook, a deep check) through run_hook_ on a detached thread; its result lands
+  // in the outcome.
+  std::expected<std::shared_ptr<HookOutcome>, std::string> run_in_background(std::vector<std::string> argv,
+                                                                             std::vector<std::string> env,
+                                                                             std::chrono::milliseconds timeout);
   NoticeSink* notices_ = nullptr;
   std::uint32_t failing_after_ = 3;
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an

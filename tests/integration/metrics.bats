@@ -153,13 +153,15 @@ EOF
 
 @test "a GPU fault on n1: the node faulty for its code, a drain counted, the GPU's health under its UUID, Slurm's calls timed; all back after" {
   local drains0 returns0
-  drains0=$(metric_value healthd_drains_total code=GPU-ROW-REMAP-FAILED action=drain)
+  drains0=$(metric_value healthd_drains_total code=GPU-PCIE-WIDTH action=drain)
   returns0=$(metric_value healthd_node_returns_total)
-  set_nvml n1 '{"devices": [{}, {"remap": {"corrected": 0, "uncorrected": 0, "pending": false, "failure": true}}]}'
+  # A link below its width: drain only (a failed row remap would be drained for good, replacement
+  # requested: its cure is new hardware).
+  set_nvml n1 '{"devices": [{}, {"pcie": {"gen": 5, "max_gen": 5, "width": 8, "max_width": 16}}]}'
   wait_until 60 metric_holds 'v == 1' healthd_node_faulty
-  wait_until 60 metric_holds "v is not None and v >= $((drains0 + 1))" healthd_drains_total code=GPU-ROW-REMAP-FAILED action=drain
-  metric_holds 'n == 1 and v == 1' healthd_node_fault_info code=GPU-ROW-REMAP-FAILED
-  metric_holds 'v == 1' healthd_check_status check=gpu.memory status=fault
+  wait_until 60 metric_holds "v is not None and v >= $((drains0 + 1))" healthd_drains_total code=GPU-PCIE-WIDTH action=drain
+  metric_holds 'n == 1 and v == 1' healthd_node_fault_info code=GPU-PCIE-WIDTH
+  metric_holds 'v == 1' healthd_check_status check=gpu.pcie status=fault
   metric_holds 'n == 1 and v == 2' healthd_gpu_health gpu=1 UUID="$GPU1_UUID" Hostname=n1
   metric_holds 'n == 1 and v == 0' healthd_gpu_health gpu=0 Hostname=n1
   [ "$(node_state n1)" = drained ] || [ "$(node_state n1)" = draining ]

@@ -7,18 +7,6 @@
 #include "text/text.hpp"
 
 namespace ar::healthd {
-namespace {
-
-std::string first_line(const ProcessResult& r) {
-  for (const std::string* text : {&r.out, &r.err}) {
-    const auto start = text->find_first_not_of(" \t\r\n");
-    if (start != std::string::npos) return sanitize(text->substr(start, text->find('\n', start) - start), 200);
-  }
-  return {};
-}
-
-}  // namespace
-
 BurnInCheck::BurnInCheck(CureConfig config, std::string node, std::shared_ptr<const std::atomic<std::size_t>> jobs_here,
                          std::shared_ptr<const std::atomic<bool>> out, Runner runner)
     : config_(std::move(config)),
@@ -88,7 +76,7 @@ std::vector<CheckResult> BurnInCheck::run() {
       if (!r) failure = "did not run: " + sanitize(r.error(), 200);
       else if (r->timed_out) failure = "no result within " + std::to_string(config_.deep_check_timeout.count()) + " s";
       else if (r->signaled || r->exit_code != 0) {
-        const auto said = first_line(*r);
+        const auto said = first_output_line(*r);
         failure = (r->signaled ? std::string("killed by a signal") : "exit " + std::to_string(r->exit_code)) +
                   (said.empty() ? "" : ": " + said);
       }
