@@ -44,6 +44,7 @@ teardown() {
 
 second_node() { job_nodes "$1" | tail -1; }
 drained() { [[ "$(node_state "$1")" == drain* ]]; }
+reason_is() { [ "$(node_reason "$1")" = "$2" ]; }
 
 # The shape of every fault test here: a two-node auto-resume job runs (JOB), a fault is written into
 # its second node's fake sysfs (VICTIM), healthd drains it with REASON and requeues the job once,
@@ -101,13 +102,22 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
   [ "$(grep -c "^requeue $VICTIM EFA-PORT-DOWN $JOB$" "$hooks")" = 1 ]
 }
 
-@test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; back when cleared" {
+@test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; replacement requested, held until an admin resumes it" {
   start_two_node_job
   neuron_counter "$VICTIM" neuron1 mem_ecc_uncorrected 1
-  requeued_off_victim "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors)"
+  wait_until 30 job_running_attempt "$JOB" 1
+  drained "$VICTIM"
+  job_not_on "$JOB" "$VICTIM"
+  [ "$(job_restarts "$JOB")" = 1 ]
   [[ "$(job_admin_comment "$JOB")" == "auto-resume: attempt 1 ended: NEURON-HW-ERR on $VICTIM"* ]]
-  # the driver reloaded (the counters start from zero): the node returns
+  # No reset or reboot repairs it: its cure is new hardware (docs/checks.md, cures).
+  wait_until 30 reason_is "$VICTIM" "healthd: NEURON-HW-ERR: neuron1: mem_ecc_uncorrected = 1 (uncorrectable HBM ECC errors) (replacement requested)"
+  wait_until 10 grep -q "^replace $VICTIM NEURON-HW-ERR 0$" "$(host_of "$VICTIM")/hooks.log"
+  # The counters read zero again (a driver reload): the node stays out, held, until an admin says.
   neuron_counter "$VICTIM" neuron1 mem_ecc_uncorrected 0
+  sleep 4
+  drained "$VICTIM"
+  healthctl_on "$VICTIM" resume
   victim_back_in_service
 }
 
