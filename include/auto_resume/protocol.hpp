@@ -397,8 +397,16 @@ inline std::expected<nlohmann::json, Error> parse_reply(std::string_view line) {
   auto ok = j.find("ok");
   if (ok == j.end() || !ok->is_boolean()) return std::unexpected(Error{err::kMalformed, "reply has no 'ok'"});
   if (ok->get<bool>()) return j.value("data", nlohmann::json::object());
-  const auto& e = j.value("error", nlohmann::json::object());
-  return std::unexpected(Error{e.value("code", std::string(err::kInternal)), e.value("message", std::string("unknown error"))});
+  // The daemon's bytes are read as hostile as any: a code or message of another type (a number, an
+  // object) is not one, and never throws here.
+  auto error = j.find("error");
+  const bool has_error = error != j.end() && error->is_object();
+  auto text = [&](const char* key, const char* fallback) {
+    if (!has_error) return std::string(fallback);
+    auto it = error->find(key);
+    return it != error->end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+  };
+  return std::unexpected(Error{text("code", err::kInternal), text("message", "unknown error")});
 }
 
 }  // namespace ar::proto

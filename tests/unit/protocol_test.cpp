@@ -107,6 +107,22 @@ TEST(Protocol, RepliesParse) {
   EXPECT_FALSE(parse_reply("garbage"));
 }
 
+// Found by fuzz.protocol: an error reply whose message (or code, or error) is not a string threw
+// out of parse_reply; it is an error reply with the fallbacks.
+TEST(Protocol, AnErrorReplyOfOtherTypesIsStillAnErrorNeverAThrow) {
+  auto number = parse_reply(R"({"ok":false,"error":{"code":"forbidden","message":1}})");
+  ASSERT_FALSE(number);
+  EXPECT_EQ(number.error().code, "forbidden");
+  EXPECT_EQ(number.error().message, "unknown error");
+  auto code = parse_reply(R"({"ok":false,"error":{"code":[1],"message":"m"}})");
+  ASSERT_FALSE(code);
+  EXPECT_EQ(code.error().code, err::kInternal);
+  EXPECT_EQ(code.error().message, "m");
+  auto not_object = parse_reply(R"({"ok":false,"error":"x"})");
+  ASSERT_FALSE(not_object);
+  EXPECT_EQ(not_object.error().code, err::kInternal);
+}
+
 TEST(Protocol, StepNames) {
   EXPECT_EQ(step_name(kBatchStep), "batch");
   EXPECT_EQ(step_name(kExternStep), "extern");
