@@ -165,6 +165,7 @@ corrected_shown() { [ "$(check_field "$1" neuron.errors 'r["message"]')" = "$2" 
 # job that landed there (one reached Restarts=3 within 10 s and was cancelled at its cap). The admin's
 # resume now stands: the node is not drained again for the same fault and no job is requeued onto it.
 admin_override_shown() { healthctl_on "$1" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if "admin_override" in d["health"]["node"] else 1)'; }
+explained_not_requeued() { healthctl_on "$1" explain "$2" | grep -q "not requeued"; }
 
 @test "an admin resumes a node whose EFA port is still DOWN: not drained again, no job requeued onto it" {
   local first victim job
@@ -181,7 +182,9 @@ admin_override_shown() { healthctl_on "$1" status --json | python3 -c 'import js
   job=$(submit -N1 -w "$victim" -o "$WORK/job.out" --auto-resume=1 --wrap "srun sleep 600")
   wait_until 60 job_running_attempt "$job" 0
   wait_until 30 admin_override_shown "$victim"
-  healthctl_on "$victim" explain "$job" | grep -q "not requeued"
+  # The override is shown from the first sweep after the resume (the cure of the drain ends there),
+  # which may be before the job's own requeue entry is decided: wait for the decision itself.
+  wait_until 30 explained_not_requeued "$victim" "$job"
   # Several sweeps later (one a second): still the first attempt, still running, the node in service.
   sleep 6
   [ "$(job_state "$job")" = RUNNING ]
