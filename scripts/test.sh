@@ -50,8 +50,24 @@ for tier in "${tiers[@]}"; do
   esac
 done
 
+# failed_tests_summary TIER: the names of the tests that failed in TIER's last ctest run and, for a
+# bats suite, its "not ok" lines with what follows them. CI shows only the end of this script's
+# output, so the reason for a red tier must be repeated here, not only where ctest printed it.
+failed_tests_summary() {
+  local dir=build/$1/Testing/Temporary
+  [ -s "$dir/LastTestsFailed.log" ] || return 0
+  echo "=== test.sh: tier $1: failed tests:"
+  sed 's/^/    /' "$dir/LastTestsFailed.log"
+  if [ -f "$dir/LastTest.log" ]; then
+    grep -A 25 -E '^not ok ' "$dir/LastTest.log" | head -n 120 | sed 's/^/    | /' || true
+  fi
+}
+
 echo "=== test.sh: passed: ${passed[*]:-none}"
 if [ "${#failed[@]}" -gt 0 ]; then
+  for tier in "${failed[@]}"; do
+    failed_tests_summary "$tier"
+  done
   echo "=== test.sh: FAILED tiers: ${failed[*]}"
   exit 1
 fi
