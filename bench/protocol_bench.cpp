@@ -88,7 +88,7 @@ bool one_step(unsigned client_index, std::uint32_t step_id, const Options& o, Cl
     ++r.steps;
     return true;
   }
-  ar::proto::StepStart start{job_id, step_id, o.node, 0, o.auto_resume, 0, std::nullopt};
+  ar::proto::StepStart start{job_id, step_id, o.node, 0, o.auto_resume, 0, std::nullopt, std::nullopt};
   if (!exchange(*client, start, o, r, t)) return false;
   if (o.hold_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.hold_ms));
   for (unsigned task = 0; task < o.tasks; ++task) {

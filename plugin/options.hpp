@@ -31,6 +31,21 @@ inline constexpr const char* kMaxResumesOptionName = "auto-resume-max";
 // --auto-resume-max=N: the user's cap on resumes of this job (it can only lower the admin's).
 std::expected<std::uint32_t, std::string> parse_max_resumes(const char* value);
 
+inline constexpr const char* kHeartbeatOptionName = "auto-resume-heartbeat";
+inline constexpr const char* kStallOptionName = "auto-resume-stall";
+
+// --auto-resume-heartbeat=PATH: the file (or directory, by its newest entry) the job's training loop
+// keeps touching; an absolute path, as for the checkpoint directory.
+std::expected<std::string, std::string> parse_heartbeat_path(const char* value);
+
+// --auto-resume-stall=SECONDS[,FIRST]: how long the heartbeat may stand still, and (FIRST) how long
+// before its first beat; FIRST defaults to the larger of SECONDS and 1800.
+struct StallTimes {
+  std::uint32_t stall_s = 300;
+  std::uint32_t first_beat_s = 1800;
+};
+std::expected<StallTimes, std::string> parse_stall(const char* value);
+
 // The environment variable through which Slurm forwards the option from sbatch/salloc to the srun
 // commands inside the allocation.
 inline constexpr const char* kForwardedOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_auto_resume_auto_resume";

@@ -54,6 +54,8 @@ struct PluginState {
   std::optional<bool> auto_resume;   // set by the option callback when the user gave the option
   std::string checkpoint_dir;        // --auto-resume-checkpoint-dir
   std::optional<std::uint32_t> max_resumes;  // --auto-resume-max
+  std::string heartbeat;                     // --auto-resume-heartbeat
+  ar::plugin::StallTimes stall;              // --auto-resume-stall (or its defaults)
   std::uint32_t reported_restart_count = 0;
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
@@ -113,7 +115,29 @@ int max_resumes_callback(int /*val*/, const char* optarg, int /*remote*/) {
                      [](std::uint32_t v) { state().max_resumes = v; });
 }
 
+int heartbeat_callback(int /*val*/, const char* optarg, int /*remote*/) {
+  return take_option([&] { return ar::plugin::parse_heartbeat_path(optarg); },
+                     [](const std::string& v) { state().heartbeat = v; });
+}
+
+int stall_callback(int /*val*/, const char* optarg, int /*remote*/) {
+  return take_option([&] { return ar::plugin::parse_stall(optarg); },
+                     [](ar::plugin::StallTimes v) { state().stall = v; });
+}
+
 // Slurm keeps a pointer to the options, so they must outlive the call.
+struct spank_option heartbeat_option = {
+    const_cast<char*>(ar::plugin::kHeartbeatOptionName), const_cast<char*>("PATH"),
+    const_cast<char*>("A file (or a directory, by its newest entry) this job's training loop keeps touching; when it "
+                      "stands still for --auto-resume-stall, the job's nodes are checked and the job is resumed."),
+    1, 0, heartbeat_callback};
+
+struct spank_option stall_option = {
+    const_cast<char*>(ar::plugin::kStallOptionName), const_cast<char*>("SECONDS[,FIRST]"),
+    const_cast<char*>("How long the heartbeat may stand still (default 300), and before its first beat (default "
+                      "the larger of SECONDS and 1800)."),
+    1, 0, stall_callback};
+
 struct spank_option max_resumes_option = {
     const_cast<char*>(ar::plugin::kMaxResumesOptionName), const_cast<char*>("N"),
     const_cast<char*>("Resume this job at most N times (the cluster's own cap still applies)."), 1, 0,
@@ -149,6 +173,7 @@ ar::proto::StepStart start_message(const SpankHandle& h, std::uint32_t restart_c
   msg.auto_resume = s.auto_resume.value_or(false);
   msg.restart_count = restart_count;
   msg.max_resumes = s.max_resumes;
+  if (!s.heartbeat.empty()) msg.heartbeat = ar::proto::Heartbeat{s.heartbeat, s.stall.stall_s, s.stall.first_beat_s};
   return msg;
 }
 
@@ -307,7 +332,7 @@ __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, 
       // the option stays registered (scripts using it keep working) and nothing is reported.
       log_error("plugstack.conf: " + args.error() + "; the plugin is disabled");
     }
-    for (auto* opt : {&auto_resume_option, &checkpoint_dir_option, &max_resumes_option})
+    for (auto* opt : {&auto_resume_option, &checkpoint_dir_option, &max_resumes_option, &heartbeat_option, &stall_option})
       if (spank_option_register(sp, opt) != ESPANK_SUCCESS) log_error(std::string("cannot register --") + opt->name);
   } catch (...) {
     slurm_error("auto-resume: init: unexpected error; the plugin is disabled");

@@ -273,7 +273,7 @@ std::expected<bool, std::string> SlurmActions::next_step(const JournalEntry& e, 
 // A requeue for a fault of this node goes ahead only once the node is out of service (drained,
 // draining or to be rebooted), so the job cannot start again on it. Answers why not, or nothing.
 std::expected<std::optional<std::string>, std::string> SlurmActions::node_still_schedulable(const JournalEntry& e) {
-  if (e.code == kAppFailure) return std::optional<std::string>();  // the node is healthy: nothing to wait for
+  if (e.code == kAppFailure || e.code == kStall) return std::optional<std::string>();  // the node is healthy: nothing to wait for
   auto info = slurm_.node(node_);
   if (!info) return std::unexpected(info.error().message);
   if (info->drained_or_draining() || info->reboot_pending()) return std::optional<std::string>();
@@ -309,6 +309,7 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     return true;
   }
   if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
+  if (e.code == kStall && policy_.stall_action == StallAction::cancel) return stall_cancel(e, job, now);
   if (!job.requeue) {
     // Slurm would refuse ("Requested operation is presently disabled"), at every try. Said once, where
     // the user and the admin look, and decided for this attempt.
@@ -321,7 +322,7 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     timeline_.record(e.job_id, {now, node_, "not requeued", why});
     return true;
   }
-  if (e.code != kAppFailure) {
+  if (e.code != kAppFailure && e.code != kStall) {
     // The drain goes first: a job released while its faulty node can still take it may start there
     // again. A drain that Slurm has not taken yet (slurmctld not answering) keeps the requeue waiting
     // with it, whatever the requeue's own schedule says.
@@ -348,6 +349,18 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     }
   }
   return next_step(e, RequeueStep::requeue, now);
+}
+
+// [policy] stall_action = "cancel": the stalled job ends, and its admin comment and timeline say why.
+std::expected<bool, std::string> SlurmActions::stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  const std::string why = "auto-resume: cancelled: " + e.reason + " while every node checked healthy";
+  if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+  if (job.state == "RUNNING")
+    if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
+  spdlog::warn("job {}: {}", e.job_id, why);
+  journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
+  timeline_.record(e.job_id, {now, node_, "cancelled", why});
+  return true;
 }
 
 std::expected<bool, std::string> SlurmActions::requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now) {

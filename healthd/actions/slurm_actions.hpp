@@ -43,6 +43,8 @@ namespace ar::healthd {
 inline constexpr const char* kReasonPrefix = "healthd:";
 // The code of a requeue asked by policy for a failure on a healthy node (resume_on_any_failure).
 inline constexpr const char* kAppFailure = "APP-FAILURE";
+// A job's heartbeat stood still while every node of it checked healthy (engine/stall_watch.hpp).
+inline constexpr const char* kStall = "STALL";
 
 // Runs one hook program: argv (no shell), extra NAME=value environment, deadline.
 using HookRunner = std::function<std::expected<ProcessResult, std::string>(
@@ -108,6 +110,7 @@ class SlurmActions {
   // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
   // false: waiting, the entry's next try is set.
   std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
+  std::expected<bool, std::string> stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now);
   std::expected<bool, std::string> requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now);
   std::expected<bool, std::string> requeue_annotate(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);

@@ -44,6 +44,10 @@ std::string config_text(NoticeKind k) { return toml_quote(to_string(k)); }
 // How config_text shows [policy] requeue_priority (found by argument-dependent lookup).
 static std::string config_text(RequeuePriority p) { return toml_quote(p == RequeuePriority::top ? "top" : "keep"); }
 
+static std::string config_text(StallAction a) {
+  return toml_quote(a == StallAction::requeue ? "requeue" : a == StallAction::cancel ? "cancel" : "warn");
+}
+
 namespace {
 
 // [daemon] child_env: names of healthd's environment variables its children also get.
@@ -67,6 +71,14 @@ Parsed<RequeuePriority> read_requeue_priority(const toml::node& n) {
   if (v == "top") return RequeuePriority::top;
   if (v == "keep") return RequeuePriority::keep;
   return std::unexpected(std::string("must be \"top\" (a requeued job starts before other pending jobs) or \"keep\""));
+}
+
+Parsed<StallAction> read_stall_action(const toml::node& n) {
+  auto v = n.is_string() ? *n.value<std::string>() : "";
+  if (v == "requeue") return StallAction::requeue;
+  if (v == "cancel") return StallAction::cancel;
+  if (v == "warn") return StallAction::warn;
+  return std::unexpected(std::string("must be \"requeue\" (the job is resumed from its checkpoint), \"cancel\" or \"warn\""));
 }
 
 Parsed<std::string> read_node_name(const toml::node& n) {
@@ -150,6 +162,7 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("check_deadline_s", &PolicyConfig::check_deadline, seconds_in(1, 3600))
                                .field("requeue_priority", &PolicyConfig::requeue_priority, read_requeue_priority)
                                .field("report_only", &PolicyConfig::report_only, read_bool)
+                               .field("stall_action", &PolicyConfig::stall_action, read_stall_action)
                                .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }

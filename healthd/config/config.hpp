@@ -27,6 +27,8 @@ namespace ar::healthd {
 // What a job healthd requeues gets in the queue: "top" starts it before other pending jobs that fit
 // (a fixed top priority while it waits, Slurm's own again once it runs); "keep": Slurm's priority.
 enum class RequeuePriority { top, keep };
+// What a job's stalled heartbeat leads to once every node of it checked healthy ([policy] stall_action).
+enum class StallAction { requeue, cancel, warn };
 
 // [[policy.hook]]: an admin's program run once healthd has carried out one of the actions in `on`
 // (drain, reboot, requeue, resume, signal): a new action as config rather than code (a ticket, a
@@ -52,6 +54,7 @@ struct PolicyConfig {
   std::chrono::seconds check_interval{30};
   std::chrono::seconds check_deadline{10};
   RequeuePriority requeue_priority = RequeuePriority::top;
+  StallAction stall_action = StallAction::requeue;
   std::vector<HookConfig> hooks;         // [[policy.hook]]
   // Decide and log (and record in job timelines) what would be done, but journal and do nothing: no
   // drain, requeue, resume, signal or hook (NHC's MARK_OFFLINE=0). What was journalled before it

@@ -11,7 +11,7 @@ namespace ar::healthd {
 std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
   std::vector<LocalJob> jobs;
   for (const auto& [id, job] : registry.jobs())
-    if (job.running()) jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes});
+    if (job.running()) jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes, job.heartbeat, job.batch_here()});
   return jobs;
 }
 

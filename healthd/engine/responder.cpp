@@ -115,9 +115,40 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
   journal(e);
 }
 
+std::vector<Stall> Responder::poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass) {
+  if (!full_pass) return {};
+  std::vector<WatchedJob> watched;
+  for (const auto& j : jobs)
+    if (j.auto_resume && j.heartbeat) watched.push_back({j.job_id, j.restart_count, j.batch_here, j.max_resumes, *j.heartbeat});
+  auto stalls = stall_watch_.poll(watched, now);
+  for (const auto& s : stalls) {
+    spdlog::warn("job {}: {}; node {} checked itself in this sweep", s.job_id, s.message, node_);
+    timeline_.record(s.job_id, {now, node_, "stall", s.message});
+  }
+  return stalls;
+}
+
+void Responder::act_on_stall(const Stall& stall, WallTime now) {
+  // Every node of the job sees the stall within one check interval and checks itself in that sweep;
+  // one that finds a fault requeues the job as for any fault. Only the node of the batch script acts
+  // on a stall, and only after a settle time long enough for every other node's sweep to have acted
+  // first (a job requeued meanwhile is "requeued elsewhere" then): once for the whole job.
+  if (!stall.batch_here) return;
+  if (policy_.stall_action == StallAction::warn) {
+    timeline_.record(stall.job_id, {now, node_, "stall: warn only", "[policy] stall_action = \"warn\": nothing done"});
+    return;
+  }
+  CheckResult stalled;
+  stalled.code = kStall;
+  stalled.message = stall.message;
+  const auto settle = policy_.check_interval + policy_.check_deadline;
+  queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true}, stalled, now, now + settle);
+}
+
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
                          const std::optional<StepFailure>& trigger, WallTime now, bool full_pass) {
   actions_.set_jobs_here(jobs.size());
+  const auto stalls = poll_stalls(jobs, now, full_pass);
   auto fault = worst_fault(results);
   if (fault) {
     healthy_passes_ = 0;
@@ -168,7 +199,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
     }
     std::vector<LocalJob> targets = jobs;
-    if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes});
+    if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes, std::nullopt, false});
     for (const auto& job : targets) {
       if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
         timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
@@ -189,18 +220,19 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   }
 
   if (faulty_) reported_.clear();  // the episode is over: the next one is said again
+  for (const auto& s : stalls) act_on_stall(s, now);
   faulty_ = false;
   fault_code_.clear();
   actions_.clear_override();
   if (trigger && trigger->auto_resume) {
-    std::string what = "task " + std::to_string(trigger->task_rank) + " of step " + std::to_string(trigger->step_id) +
+    std::string what = "task " + std::to_string(trigger->task_rank) + " of step " + proto::step_name(trigger->step_id) +
                        " failed and node " + node_ + " checked healthy";
     if (policy_.resume_on_any_failure) {
       timeline_.record(trigger->job_id, {now, node_, "application failure", what + "; policy resumes on any failure"});
       CheckResult app;
       app.code = kAppFailure;
       app.message = what;
-      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes}, app, now, now);
+      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes, std::nullopt, false}, app, now, now);
     } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
       timeline_.record(trigger->job_id, {now, node_, "no fault here", what + ": nothing to do on this node"});
     }

@@ -42,6 +42,7 @@
 #include "actions/slurm_client.hpp"
 #include "checks/check.hpp"
 #include "config/config.hpp"
+#include "engine/stall_watch.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
 
@@ -53,6 +54,8 @@ struct LocalJob {
   std::uint32_t restart_count = 0;
   bool auto_resume = false;
   std::optional<std::uint32_t> max_resumes;  // the user's cap, if lower than the admin's
+  std::optional<proto::Heartbeat> heartbeat;  // its progress watchdog, if it named one
+  bool batch_here = false;                    // its batch script runs on this node
 };
 
 // The failure of an auto-resume step's task that made healthd look at its node now.
@@ -97,6 +100,9 @@ class Responder {
     actions_.set_cure(std::move(reset), std::move(cured), std::move(boot_id));
   }
 
+  // How job heartbeats are read (default: read_heartbeat, here; the daemon bounds it by a deadline).
+  void set_heartbeat_reader(HeartbeatReader reader) { stall_watch_ = StallWatch(std::move(reader)); }
+
   // Carries out the journal entries that are due (actions/slurm_actions.hpp).
   void run_due(WallTime now) { actions_.run_due(now); }
   void follow_requeued(WallTime now) { actions_.follow_requeued(now); }
@@ -136,6 +142,10 @@ class Responder {
   void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
   void queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now);
   bool flapping(WallTime now);
+  // The jobs whose heartbeat stood still, judged at a full sweep (so this node has just checked
+  // itself); each is noted, and acted on by the node of its batch script when this node is healthy.
+  std::vector<Stall> poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass);
+  void act_on_stall(const Stall& stall, WallTime now);
   std::string drain_reason(const CheckResult& fault, bool held) const;
 
   std::string node_;
@@ -148,6 +158,7 @@ class Responder {
   std::optional<WallTime> last_healthy_pass_;
   std::set<std::string> reported_;  // report_only: what this episode already said it would do
   NoticeSink* notices_ = nullptr;
+  StallWatch stall_watch_{[](const std::string& path) { return read_heartbeat(path); }};
   SlurmActions actions_;  // carries out what is journalled here
 };
 

@@ -18,6 +18,12 @@ bool JobRecord::auto_resume() const {
   return false;
 }
 
+bool JobRecord::batch_here() const {
+  for (const auto& [key, step] : steps)
+    if (key.first == restart_count && step.step_id == proto::kBatchStep && step.running) return true;
+  return false;
+}
+
 bool JobRecord::running() const {
   for (const auto& [key, step] : steps)
     if (step.running) return true;
@@ -75,6 +81,7 @@ void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point 
   }
   job.restart_count = std::max(job.restart_count, m.restart_count);
   if (m.max_resumes) job.max_resumes = m.max_resumes;
+  if (m.heartbeat) job.heartbeat = m.heartbeat;
   StepRecord s;
   s.step_id = m.step_id;
   s.restart_count = m.restart_count;
@@ -152,6 +159,9 @@ nlohmann::json job_to_json(std::uint32_t id, const JobRecord& job) {
                        {"running", job.running()},
                        {"steps", steps}};
   if (job.max_resumes) jj["max_resumes"] = *job.max_resumes;
+  if (job.heartbeat)
+    jj["heartbeat"] = {{"path", job.heartbeat->path}, {"stall_s", job.heartbeat->stall_s},
+                       {"first_beat_s", job.heartbeat->first_beat_s}};
   return jj;
 }
 }  // namespace
@@ -207,6 +217,12 @@ JobRecord job_from_json(const nlohmann::json& jj) {
   job.uid = f::integer<std::uint32_t>(jj, "uid");
   job.restart_count = f::integer<std::uint32_t>(jj, "restart_count");
   job.max_resumes = f::optional_integer<std::uint32_t>(jj, "max_resumes");
+  if (jj.contains("heartbeat")) {
+    // Read back as hostile as it came over the socket, with the same checks.
+    auto hb = proto::detail::heartbeat_field(jj["heartbeat"]);
+    if (!hb) throw StateFieldError(hb.error().message);
+    job.heartbeat = std::move(*hb);
+  }
   const auto& steps = f::array(jj, "steps");
   for (std::size_t i = 0; i < steps.size(); ++i) {
     auto s = at("steps[" + std::to_string(i) + "]", [&] { return step_from_json(steps[i]); });

@@ -49,12 +49,15 @@ struct JobRecord {
   std::uint32_t uid = 0;
   std::uint32_t restart_count = 0;  // the newest attempt seen
   std::optional<std::uint32_t> max_resumes;  // the user's cap (--auto-resume-max), if any
+  std::optional<proto::Heartbeat> heartbeat;  // --auto-resume-heartbeat of its newest step that had one
   std::map<std::pair<std::uint32_t, std::uint32_t>, StepRecord> steps;  // (restart_count, step_id)
 
   // The job asked for auto-resume: its batch step carries the flag, or (salloc/srun jobs, which have
   // no batch step) any of its steps does.
   bool auto_resume() const;
   bool running() const;
+  // This node runs the job's batch script in its newest attempt: the node that acts on its stall.
+  bool batch_here() const;
   std::optional<WallClock::time_point> last_activity() const;
 };
 

@@ -82,6 +82,16 @@ struct AdminClear {
   std::string code;
 };
 
+// A job's progress watchdog (--auto-resume-heartbeat, --auto-resume-stall): the file or directory
+// whose modification time the training loop moves, and how long it may stand still.
+struct Heartbeat {
+  std::string path;                   // absolute; a directory counts by its newest entry
+  std::uint32_t stall_s = 300;        // after the first beat (NVIDIA's resiliency extension: 300 s)
+  std::uint32_t first_beat_s = 1800;  // before it: a job loads data and compiles first (NVRx: 1800 s)
+};
+inline constexpr std::uint32_t kMaxStallSeconds = 30 * 24 * 3600;
+inline constexpr std::size_t kMaxHeartbeatPathBytes = 4096;
+
 struct StepStart {
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
@@ -90,6 +100,7 @@ struct StepStart {
   bool auto_resume = false;
   std::uint32_t restart_count = 0;
   std::optional<std::uint32_t> max_resumes;  // the user's own cap (--auto-resume-max); absent: the admin's
+  std::optional<Heartbeat> heartbeat;        // --auto-resume-heartbeat; absent: no watchdog
 };
 
 struct TaskExit {
@@ -193,6 +204,8 @@ inline nlohmann::json to_json(const StepStart& m) {
   j["auto_resume"] = m.auto_resume;
   j["restart_count"] = m.restart_count;
   if (m.max_resumes) j["max_resumes"] = *m.max_resumes;
+  if (m.heartbeat)
+    j["heartbeat"] = {{"path", m.heartbeat->path}, {"stall_s", m.heartbeat->stall_s}, {"first_beat_s", m.heartbeat->first_beat_s}};
   return j;
 }
 
@@ -280,6 +293,26 @@ inline std::expected<std::string, Error> field<std::string>(const nlohmann::json
   if (!it->is_string() || it->get_ref<const std::string&>().empty())
     return std::unexpected(Error{err::kBadField, std::string("field '") + name + "' must be a non-empty string"});
   return it->get<std::string>();
+}
+
+// A step's heartbeat: an absolute path without NUL, of bounded length, and stall times in range.
+inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) {
+  auto bad = [](std::string what) { return std::unexpected(Error{err::kBadField, "field 'heartbeat': " + std::move(what)}); };
+  if (!j.is_object()) return bad("must be an object");
+  Heartbeat hb;
+  auto path = field<std::string>(j, "path");
+  if (!path) return bad(path.error().message);
+  if (path->front() != '/' || path->size() > kMaxHeartbeatPathBytes || path->find('\0') != std::string::npos)
+    return bad("'path' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) + " bytes");
+  hb.path = std::move(*path);
+  for (auto [name, out] : {std::pair{"stall_s", &hb.stall_s}, std::pair{"first_beat_s", &hb.first_beat_s}}) {
+    auto v = field<std::uint32_t>(j, name);
+    if (!v) return bad(v.error().message);
+    if (*v == 0 || *v > kMaxStallSeconds)
+      return bad(std::string("'") + name + "' must be from 1 to " + std::to_string(kMaxStallSeconds) + " seconds");
+    *out = *v;
+  }
+  return hb;
 }
 
 // Reads fields into the members of `out` in order, stopping at the first error.
@@ -371,6 +404,11 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
       auto cap = detail::field<std::uint32_t>(j, "max_resumes");
       if (!cap) e = cap.error();
       else m.max_resumes = *cap;
+    }
+    if (!e && j.contains("heartbeat")) {
+      auto hb = detail::heartbeat_field(j["heartbeat"]);
+      if (!hb) e = hb.error();
+      else m.heartbeat = std::move(*hb);
     }
     return finish(std::move(m), e);
   }

@@ -211,6 +211,14 @@ TEST(Responder, ApplicationFailureOnAHealthyNodeDoesNothingByDefault) {
   EXPECT_TRUE(f.timeline.has_event(7, "no fault here"));
 }
 
+TEST(Responder, TheBatchStepIsNamedSoInTheTimelineNotByItsNumber) {
+  Fixture f;
+  f.responder->on_sweep({}, {{7, 0, true}}, StepFailure{7, ar::proto::kBatchStep, 0, 0, 768, true}, f.now);
+  auto events = f.timeline.events(7);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().detail, "task 0 of step batch failed and node n2 checked healthy: nothing to do on this node");
+}
+
 TEST(Responder, ResumeOnAnyFailurePolicyRequeuesWithoutDrain) {
   PolicyConfig p;
   p.resume_on_any_failure = true;

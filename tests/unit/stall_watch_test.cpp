@@ -1,0 +1,294 @@
+// The progress watchdog: heartbeats read from a real directory, stalls judged on a fake clock, and
+// what the responder does with a stall (requeue once with STALL, only from the batch script's node,
+// after the settle time; cancel or warn as the admin says; a fault found meanwhile goes first).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "engine/stall_watch.hpp"
+#include "options.hpp"
+#include "responder_fixture.hpp"
+#include "state/job_registry.hpp"
+#include "temp_dir.hpp"
+
+using namespace ar::healthd;
+using namespace ar::healthd::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const StallClock::time_point t0 = StallClock::time_point(std::chrono::seconds(1'800'000'000));
+
+// A heartbeat the test moves by hand: path -> reading.
+struct FakeBeats {
+  std::map<std::string, HeartbeatReading> readings;
+  HeartbeatReader reader() {
+    return [this](const std::string& path) {
+      auto it = readings.find(path);
+      return it == readings.end() ? HeartbeatReading{} : it->second;
+    };
+  }
+  void beat(const std::string& path, StallClock::time_point at) { readings[path] = {at, {}}; }
+};
+
+WatchedJob watched(std::uint32_t restart_count = 0, std::uint32_t stall_s = 60, std::uint32_t first_s = 300) {
+  return {7, restart_count, true, std::nullopt, ar::proto::Heartbeat{"/ckpt/hb", stall_s, first_s}};
+}
+
+}  // namespace
+
+TEST(StallWatch, NoFirstBeatWithinItsTimeIsOneStall) {
+  FakeBeats beats;
+  beats.beat("/ckpt/hb", t0 - 1h);  // the last attempt's beat: not one of this attempt
+  StallWatch watch(beats.reader());
+  EXPECT_TRUE(watch.poll({watched()}, t0).empty());
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 299s).empty());
+  auto stalls = watch.poll({watched()}, t0 + 300s);
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(stalls[0].job_id, 7u);
+  EXPECT_TRUE(stalls[0].batch_here);
+  EXPECT_EQ(stalls[0].message, "no first beat of heartbeat /ckpt/hb within 300 s (first-beat time 300 s)");
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 900s).empty()) << "an attempt stalls once";
+}
+
+TEST(StallWatch, ABeatingJobNeverStalls) {
+  FakeBeats beats;
+  StallWatch watch(beats.reader());
+  for (int i = 0; i < 100; ++i) {
+    beats.beat("/ckpt/hb", t0 + std::chrono::seconds(30 * i));
+    EXPECT_TRUE(watch.poll({watched()}, t0 + std::chrono::seconds(30 * i)).empty()) << i;
+  }
+}
+
+TEST(StallWatch, AfterTheFirstBeatTheStallTimeCounts) {
+  FakeBeats beats;
+  StallWatch watch(beats.reader());
+  EXPECT_TRUE(watch.poll({watched()}, t0).empty());  // nothing there yet
+  beats.beat("/ckpt/hb", t0 + 5s);                     // the file appears: the first beat
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 10s).empty());
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 69s).empty());
+  auto stalls = watch.poll({watched()}, t0 + 70s);
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(stalls[0].message, "heartbeat /ckpt/hb has not moved for 60 s (stall time 60 s)");
+}
+
+TEST(StallWatch, ANewAttemptStartsOverAndMayStallAgain) {
+  FakeBeats beats;
+  StallWatch watch(beats.reader());
+  watch.poll({watched(0)}, t0);
+  ASSERT_EQ(watch.poll({watched(0)}, t0 + 300s).size(), 1u);
+  EXPECT_TRUE(watch.poll({watched(1)}, t0 + 301s).empty());
+  EXPECT_TRUE(watch.poll({watched(1)}, t0 + 600s).empty());
+  EXPECT_EQ(watch.poll({watched(1)}, t0 + 601s).size(), 1u);
+}
+
+TEST(StallWatch, AnUnreadableHeartbeatIsNeitherABeatNorAStall) {
+  FakeBeats beats;
+  StallWatch watch(beats.reader());
+  beats.beat("/ckpt/hb", t0);
+  watch.poll({watched()}, t0);
+  beats.readings["/ckpt/hb"] = {std::nullopt, "/ckpt/hb: not read within 10000 ms (a hung filesystem?)"};
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 400s).empty());
+  beats.beat("/ckpt/hb", t0);  // readable again, and it has not moved: the time went on counting
+  EXPECT_EQ(watch.poll({watched()}, t0 + 401s).size(), 1u);
+}
+
+TEST(StallWatch, AJobNoLongerRunningIsForgotten) {
+  FakeBeats beats;
+  StallWatch watch(beats.reader());
+  watch.poll({watched()}, t0);
+  EXPECT_EQ(watch.watched(), 1u);
+  watch.poll({}, t0 + 1s);
+  EXPECT_EQ(watch.watched(), 0u);
+}
+
+TEST(ReadHeartbeat, AFileByItsModificationTimeADirectoryByItsNewestEntry) {
+  ar::test::TempDir dir;
+  EXPECT_FALSE(read_heartbeat((dir / "missing").string()).newest);
+  EXPECT_TRUE(read_heartbeat((dir / "missing").string()).error.empty());
+  std::ofstream(dir / "old") << "x";
+  std::ofstream(dir / "new") << "x";
+  const auto base = std::filesystem::last_write_time(dir / "old");
+  std::filesystem::last_write_time(dir / "old", base - 100s);
+  std::filesystem::last_write_time(dir / "new", base + 100s);
+  std::filesystem::last_write_time(dir.path(), base - 200s);
+  auto file = read_heartbeat((dir / "old").string());
+  auto whole = read_heartbeat(dir.path().string());
+  ASSERT_TRUE(file.newest && whole.newest);
+  EXPECT_EQ(*whole.newest - *file.newest, std::chrono::duration_cast<StallClock::duration>(200s));
+}
+
+TEST(ReadHeartbeat, AFifoOrALinkInTheDirectoryNeverBlocksNorIsFollowed) {
+  ar::test::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  std::filesystem::create_directory_symlink("/proc", dir / "proc");
+  auto r = read_heartbeat(dir.path().string());
+  EXPECT_TRUE(r.newest);
+  EXPECT_TRUE(r.error.empty()) << r.error;
+}
+
+TEST(HeartbeatOptions, StallTimesAndTheirDefaults) {
+  using ar::plugin::parse_stall;
+  EXPECT_EQ(parse_stall("300")->stall_s, 300u);
+  EXPECT_EQ(parse_stall("300")->first_beat_s, 1800u);
+  EXPECT_EQ(parse_stall("3600")->first_beat_s, 3600u);
+  EXPECT_EQ(parse_stall("60,5")->stall_s, 60u);
+  EXPECT_EQ(parse_stall("60,5")->first_beat_s, 5u);
+  for (const char* bad : {"", "0", "x", "5,", ",5", "5,0", "-1", "99999999999", "5,6,7"}) {
+    auto r = parse_stall(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("--auto-resume-stall"), std::string::npos);
+  }
+  EXPECT_FALSE(parse_stall(nullptr));
+}
+
+TEST(HeartbeatOptions, TheHeartbeatIsAnAbsolutePath) {
+  EXPECT_EQ(*ar::plugin::parse_heartbeat_path("/ckpt/run1"), "/ckpt/run1");
+  auto r = ar::plugin::parse_heartbeat_path("ckpt");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("--auto-resume-heartbeat"), std::string::npos);
+  EXPECT_FALSE(ar::plugin::parse_heartbeat_path(std::string(5000, '/').c_str()));
+}
+
+TEST(HeartbeatProtocol, RoundTripsAndRefusesWhatIsOutOfRange) {
+  using namespace ar::proto;
+  StepStart s{5, 0, "n1", 1000, true, 0, std::nullopt, Heartbeat{"/ckpt", 60, 5}};
+  auto r = parse_request(to_json(Request{s}).dump());
+  ASSERT_TRUE(r);
+  const auto& back = std::get<StepStart>(*r);
+  ASSERT_TRUE(back.heartbeat);
+  EXPECT_EQ(back.heartbeat->path, "/ckpt");
+  EXPECT_EQ(back.heartbeat->stall_s, 60u);
+  EXPECT_EQ(back.heartbeat->first_beat_s, 5u);
+  const std::string head = R"({"v":1,"type":"step_start","job_id":1,"step_id":0,"node":"n","uid":0,"auto_resume":true,"restart_count":0,)";
+  for (const std::string bad : {R"("heartbeat":"/x")", R"("heartbeat":{"path":"x","stall_s":1,"first_beat_s":1})",
+                                R"("heartbeat":{"path":"/x","stall_s":0,"first_beat_s":1})",
+                                R"("heartbeat":{"path":"/x","stall_s":1})",
+                                R"("heartbeat":{"path":"/x\u0000y","stall_s":1,"first_beat_s":1})",
+                                R"("heartbeat":{"path":"/x","stall_s":1,"first_beat_s":99999999})"}) {
+    auto e = parse_request(head + bad + "}");
+    ASSERT_FALSE(e) << bad;
+    EXPECT_NE(e.error().message.find("heartbeat"), std::string::npos) << e.error().message;
+  }
+}
+
+TEST(HeartbeatRegistry, KeptAcrossARestartAndCheckedWhenReadBack) {
+  ar::test::TempDir dir;
+  {
+    JobRegistry r(dir / "jobs.json");
+    r.step_started({5, ar::proto::kBatchStep, "n1", 1000, true, 0, std::nullopt, ar::proto::Heartbeat{"/ckpt", 60, 5}}, t0);
+    ASSERT_TRUE(r.save());
+  }
+  JobRegistry again(dir / "jobs.json");
+  ASSERT_TRUE(again.load());
+  ASSERT_TRUE(again.jobs().at(5).heartbeat);
+  EXPECT_EQ(again.jobs().at(5).heartbeat->stall_s, 60u);
+  EXPECT_TRUE(again.jobs().at(5).batch_here());
+
+  std::string text;
+  {
+    std::ifstream in(dir / "jobs.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto at = text.find("\"path\":\"/ckpt\"");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 14, "\"path\":\"ckpt\"");
+  std::ofstream(dir / "jobs.json", std::ios::trunc) << text;
+  JobRegistry hostile(dir / "jobs.json");
+  auto r = hostile.load();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("heartbeat"), std::string::npos) << r.error();
+}
+
+namespace {
+
+// Job 7 on n2, its batch script here (or not), its heartbeat never moving.
+struct StallFixture : Fixture {
+  FakeBeats beats;
+  explicit StallFixture(PolicyConfig p = {}) : Fixture(p) {
+    responder->set_heartbeat_reader(beats.reader());
+    beats.beat("/ckpt/hb", now);
+  }
+  std::vector<LocalJob> job(bool batch_here = true) {
+    LocalJob j{7, slurm.jobs[7].restart_count, true};
+    j.heartbeat = ar::proto::Heartbeat{"/ckpt/hb", 3, 3};
+    j.batch_here = batch_here;
+    return {j};
+  }
+};
+
+}  // namespace
+
+TEST(StallResponse, TheBatchNodeRequeuesOnceWithStallAfterTheSettleTime) {
+  StallFixture f;  // check_interval 1 s, check_deadline 10 s: the settle time is 11 s
+  for (int i = 0; i < 4; ++i) f.sweep(false, f.job());
+  EXPECT_TRUE(f.timeline.has_event(7, "stall"));
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  for (int i = 0; i < 10; ++i) f.sweep(false, f.job());
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0) << "not before every other node had a sweep to act first";
+  for (int i = 0; i < 3; ++i) f.sweep(false, f.job());
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0) << "a stall on healthy nodes drains nothing";
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("attempt 1 ended: STALL on n2"), std::string::npos)
+      << f.slurm.jobs[7].admin_comment;
+  for (int i = 0; i < 3; ++i) f.sweep(false, f.job());
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1) << "once per attempt";
+}
+
+TEST(StallResponse, OtherNodesOfTheJobNoteItAndLeaveTheActToTheBatchNode) {
+  StallFixture f;
+  for (int i = 0; i < 20; ++i) f.sweep(false, f.job(false));
+  EXPECT_TRUE(f.timeline.has_event(7, "stall"));
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+}
+
+TEST(StallResponse, AJobRequeuedForAFaultMeanwhileIsNotRequeuedAgain) {
+  StallFixture f;
+  for (int i = 0; i < 5; ++i) f.sweep(false, f.job());
+  f.slurm.jobs[7].restart_count = 1;  // another node found a fault in its sweep and requeued it
+  for (int i = 0; i < 15; ++i) f.sweep(false, {});
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_TRUE(f.timeline.has_event(7, "requeued elsewhere"));
+}
+
+TEST(StallResponse, AFaultFoundAtTheStallIsHandledAsAFault) {
+  StallFixture f;
+  for (int i = 0; i < 3; ++i) f.sweep(false, f.job());
+  f.sweep(true, f.job());
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("GPU-XID-79"), std::string::npos);
+}
+
+TEST(StallResponse, CancelOrWarnAsTheAdminSays) {
+  PolicyConfig cancel;
+  cancel.stall_action = StallAction::cancel;
+  StallFixture c(cancel);
+  for (int i = 0; i < 20; ++i) c.sweep(false, c.job());
+  EXPECT_EQ(c.slurm.count("requeue 7"), 0);
+  EXPECT_EQ(c.slurm.count("cancel 7"), 1);
+  EXPECT_TRUE(c.timeline.has_event(7, "cancelled"));
+
+  PolicyConfig warn;
+  warn.stall_action = StallAction::warn;
+  StallFixture w(warn);
+  for (int i = 0; i < 20; ++i) w.sweep(false, w.job());
+  EXPECT_EQ(w.slurm.count("requeue 7"), 0);
+  EXPECT_EQ(w.slurm.count("cancel 7"), 0);
+  EXPECT_TRUE(w.timeline.has_event(7, "stall: warn only"));
+}
+
+TEST(StallResponse, TheResumeCapStillHolds) {
+  PolicyConfig p;
+  p.max_resumes = 1;
+  StallFixture f(p);
+  f.slurm.jobs[7].restart_count = 1;
+  for (int i = 0; i < 20; ++i) f.sweep(false, f.job());
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_NE(f.slurm.jobs[7].admin_comment.find("cap of 1 resumes is reached"), std::string::npos);
+}
