@@ -214,7 +214,8 @@ class Daemon {
       node_out_->store(node.value("faulty", false) || node.contains("own_drain"));
     });
     responder_.set_notices(&notices_, config_.notify.action_failing_after);
-    responder_.set_heartbeat_reader(bounded_heartbeat_reader(std::chrono::milliseconds(config_.policy.check_deadline)));
+    // A stat of one path answers in microseconds; 2 s is a filesystem that hangs.
+    responder_.set_heartbeat_reader(bounded_heartbeat_reader(std::chrono::seconds(2)));
     set_up_cures();
   }
 

@@ -38,10 +38,11 @@ std::expected<std::uint32_t, std::string> parse_max_resumes(const char* value) {
 
 std::expected<std::string, std::string> parse_heartbeat_path(const char* value) {
   std::string_view v(value ? value : "");
-  if (v.empty() || v.front() != '/' || v.size() > proto::kMaxHeartbeatPathBytes)
-    return std::unexpected("invalid value '" + std::string(v.substr(0, 200)) + "' for --" + kHeartbeatOptionName +
+  const bool control = std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (v.empty() || v.front() != '/' || v.size() > proto::kMaxHeartbeatPathBytes || control)
+    return std::unexpected("invalid value for --" + std::string(kHeartbeatOptionName) +
                            ": expected an absolute path (a file or a directory) of at most " +
-                           std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes");
+                           std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes, without control characters");
   return std::string(v);
 }
 

@@ -290,6 +290,13 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     follow(e.job_id, e.restart_count + 1, now);
     return true;
   }
+  if (e.code == kStall && job.state != "RUNNING") {
+    // Ended, cancelled or suspended since the stall was confirmed: a stall of a job that is not
+    // running says nothing, and a requeue would run a finished job again.
+    journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
+    timeline_.record(e.job_id, {now, node_, "stall: nothing done", "the job is " + job.state + " now"});
+    return true;
+  }
   // The user may lower the admin's cap for their job, never raise it.
   const std::uint32_t cap = std::min(policy_.max_resumes, e.cap.value_or(policy_.max_resumes));
   if (e.restart_count >= cap) {
@@ -301,7 +308,8 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     // job hung on the faulty node would hold its allocation forever, so it is ended here.
     if (job.state == "RUNNING") {
       if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
-      why += "; the job, still running on a faulty node, is cancelled";
+      why += e.code == kStall ? "; the job, making no progress, is cancelled"
+                              : "; the job, still running on a faulty node, is cancelled";
     }
     journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
     timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
@@ -353,7 +361,7 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
 
 // [policy] stall_action = "cancel": the stalled job ends, and its admin comment and timeline say why.
 std::expected<bool, std::string> SlurmActions::stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now) {
-  const std::string why = "auto-resume: cancelled: " + e.reason + " while every node checked healthy";
+  const std::string why = "auto-resume: cancelled: " + e.reason + " while its batch node checked healthy";
   if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
   if (job.state == "RUNNING")
     if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);

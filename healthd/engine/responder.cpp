@@ -115,34 +115,43 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
   journal(e);
 }
 
-std::vector<Stall> Responder::poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass) {
+std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass) {
   if (!full_pass) return {};
   std::vector<WatchedJob> watched;
   for (const auto& j : jobs)
-    if (j.auto_resume && j.heartbeat) watched.push_back({j.job_id, j.restart_count, j.batch_here, j.max_resumes, *j.heartbeat});
-  auto stalls = stall_watch_.poll(watched, now);
-  for (const auto& s : stalls) {
-    spdlog::warn("job {}: {}; node {} checked itself in this sweep", s.job_id, s.message, node_);
-    timeline_.record(s.job_id, {now, node_, "stall", s.message});
+    if (j.auto_resume && j.heartbeat && j.batch_here) watched.push_back({j.job_id, j.restart_count, j.max_resumes, *j.heartbeat});
+  // Long enough for every other node of the job to have had a full sweep (and acted on a fault it
+  // found), and for a beat only a little late to call the stall off.
+  const auto settle = policy_.check_interval + policy_.check_deadline;
+  std::vector<StallEvent> confirmed;
+  for (auto& e : stall_watch_.poll(watched, stall_clock_(), settle)) {
+    switch (e.kind) {
+      case StallEvent::Kind::stalled:
+        spdlog::warn("job {}: {}", e.job_id, e.message);
+        timeline_.record(e.job_id, {now, node_, "stall", e.message + "; acted on in " + std::to_string(settle.count()) +
+                                                         " s unless it moves or a node of the job is found faulty"});
+        break;
+      case StallEvent::Kind::moving_again: timeline_.record(e.job_id, {now, node_, "moving again", e.message}); break;
+      case StallEvent::Kind::never_seen:
+        spdlog::warn("job {}: {}", e.job_id, e.message);
+        timeline_.record(e.job_id, {now, node_, "heartbeat not found", e.message});
+        break;
+      case StallEvent::Kind::confirmed: confirmed.push_back(std::move(e)); break;
+    }
   }
-  return stalls;
+  return confirmed;
 }
 
-void Responder::act_on_stall(const Stall& stall, WallTime now) {
-  // Every node of the job sees the stall within one check interval and checks itself in that sweep;
-  // one that finds a fault requeues the job as for any fault. Only the node of the batch script acts
-  // on a stall, and only after a settle time long enough for every other node's sweep to have acted
-  // first (a job requeued meanwhile is "requeued elsewhere" then): once for the whole job.
-  if (!stall.batch_here) return;
+void Responder::act_on_stall(const StallEvent& stall, WallTime now) {
   if (policy_.stall_action == StallAction::warn) {
+    spdlog::warn("job {}: {}; [policy] stall_action = \"warn\": nothing done", stall.job_id, stall.message);
     timeline_.record(stall.job_id, {now, node_, "stall: warn only", "[policy] stall_action = \"warn\": nothing done"});
     return;
   }
   CheckResult stalled;
   stalled.code = kStall;
   stalled.message = stall.message;
-  const auto settle = policy_.check_interval + policy_.check_deadline;
-  queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true}, stalled, now, now + settle);
+  queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true}, stalled, now, now);
 }
 
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,

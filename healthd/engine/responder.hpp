@@ -102,6 +102,8 @@ class Responder {
 
   // How job heartbeats are read (default: read_heartbeat, here; the daemon bounds it by a deadline).
   void set_heartbeat_reader(HeartbeatReader reader) { stall_watch_ = StallWatch(std::move(reader)); }
+  // The clock stalls are timed by (default: the steady clock; tests move their own).
+  void set_stall_clock(std::function<StallClock::time_point()> clock) { stall_clock_ = std::move(clock); }
 
   // Carries out the journal entries that are due (actions/slurm_actions.hpp).
   void run_due(WallTime now) { actions_.run_due(now); }
@@ -142,10 +144,11 @@ class Responder {
   void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
   void queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now);
   bool flapping(WallTime now);
-  // The jobs whose heartbeat stood still, judged at a full sweep (so this node has just checked
-  // itself); each is noted, and acted on by the node of its batch script when this node is healthy.
-  std::vector<Stall> poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass);
-  void act_on_stall(const Stall& stall, WallTime now);
+  // The heartbeats of the jobs whose batch script runs here, read at a full sweep (so this node has
+  // just checked itself): what changed is noted in the jobs' timelines; the stalls confirmed now are
+  // answered, for on_sweep to act on when this node is healthy.
+  std::vector<StallEvent> poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass);
+  void act_on_stall(const StallEvent& stall, WallTime now);
   std::string drain_reason(const CheckResult& fault, bool held) const;
 
   std::string node_;
@@ -159,6 +162,7 @@ class Responder {
   std::set<std::string> reported_;  // report_only: what this episode already said it would do
   NoticeSink* notices_ = nullptr;
   StallWatch stall_watch_{[](const std::string& path) { return read_heartbeat(path); }};
+  std::function<StallClock::time_point()> stall_clock_ = [] { return StallClock::now(); };
   SlurmActions actions_;  // carries out what is journalled here
 };
 

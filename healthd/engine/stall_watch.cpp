@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -14,9 +16,13 @@
 namespace ar::healthd {
 namespace {
 
-StallClock::time_point mtime_of(const struct stat& st) {
-  return StallClock::time_point(std::chrono::duration_cast<StallClock::duration>(
-      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+FileTime mtime_of(const struct stat& st) {
+  return FileTime(std::chrono::duration_cast<FileTime::duration>(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                                                  std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+}
+
+std::string seconds_text(StallClock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
 }
 
 }  // namespace
@@ -24,18 +30,23 @@ StallClock::time_point mtime_of(const struct stat& st) {
 HeartbeatReading read_heartbeat(const std::string& path, std::size_t max_entries) {
   HeartbeatReading r;
   struct stat st{};
-  if (::lstat(path.c_str(), &st) != 0) {
+  if (::stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT && errno != ENOTDIR) r.error = path + ": " + std::strerror(errno);
-    return r;  // not there (yet): no beat
+    return r;  // not there (yet)
   }
   r.newest = mtime_of(st);
   if (!S_ISDIR(st.st_mode)) return r;
   // A directory beats when an entry is written (a new checkpoint, a log line): its own mtime moves
-  // only when entries are added or removed, so each entry's is read too.
+  // only when entries are added or removed, so each entry's is read too. A directory root may not
+  // read (root squash) would look like one that never moves: an error instead.
   std::error_code ec;
-  std::filesystem::directory_iterator it(path, std::filesystem::directory_options::skip_permission_denied, ec);
+  std::filesystem::directory_iterator it(path, ec);
   std::size_t seen = 0;
-  for (; !ec && it != std::filesystem::directory_iterator() && seen < max_entries; it.increment(ec), ++seen) {
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (++seen > max_entries) {
+      r.error = path + ": more than " + std::to_string(max_entries) + " entries; point the heartbeat at one file";
+      return r;
+    }
     struct stat est{};
     if (::lstat(it->path().c_str(), &est) == 0) r.newest = std::max(*r.newest, mtime_of(est));
   }
@@ -44,36 +55,55 @@ HeartbeatReading read_heartbeat(const std::string& path, std::size_t max_entries
 }
 
 HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline) {
-  auto caller = std::make_shared<BoundedCaller>(deadline);
-  return [caller](const std::string& path) {
+  // One caller per path (so one stuck read holds back only its own job), at most kMaxCallers; past
+  // that, the rest share one. Used from the engine thread only; the mutex is for safety, not speed.
+  constexpr std::size_t kMaxCallers = 64;
+  struct Callers {
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<BoundedCaller>> by_path;
+    std::shared_ptr<BoundedCaller> shared;
+  };
+  auto callers = std::make_shared<Callers>();
+  callers->shared = std::make_shared<BoundedCaller>(deadline);
+  return [callers, deadline](const std::string& path) {
+    std::shared_ptr<BoundedCaller> caller;
+    {
+      std::lock_guard lock(callers->mutex);
+      auto it = callers->by_path.find(path);
+      if (it != callers->by_path.end()) caller = it->second;
+      else if (callers->by_path.size() < kMaxCallers) caller = callers->by_path[path] = std::make_shared<BoundedCaller>(deadline);
+      else caller = callers->shared;
+    }
     auto r = caller->run<HeartbeatReading>("heartbeat", [path] { return read_heartbeat(path); });
     if (r) return *r;
-    return HeartbeatReading{std::nullopt, path + ": not read within " + std::to_string(caller->deadline().count()) +
+    return HeartbeatReading{std::nullopt, path + ": not read within " + std::to_string(deadline.count()) +
                                               " ms (a hung filesystem?)"};
   };
 }
 
-std::vector<Stall> StallWatch::poll(const std::vector<WatchedJob>& jobs, StallClock::time_point now) {
-  std::vector<Stall> out;
+std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, StallClock::time_point now,
+                                         std::chrono::seconds settle) {
+  std::vector<StallEvent> out;
   std::set<std::uint32_t> listed;
   for (const auto& job : jobs) {
     listed.insert(job.job_id);
     auto [it, fresh] = jobs_.try_emplace(job.job_id);
     State& s = it->second;
-    if (fresh || job.restart_count > s.restart_count || s.heartbeat.path != job.heartbeat.path) {
+    if (fresh || job.restart_count > s.restart_count || s.path != job.heartbeat.path) {
       s = State{};
       s.restart_count = job.restart_count;
-      s.since = now;
+      s.path = job.heartbeat.path;
       s.last_move = now;
     }
-    s.heartbeat = job.heartbeat;
-    if (s.stalled) continue;
+    if (s.confirmed) continue;
+    auto event = [&](StallEvent::Kind kind, std::string message) {
+      out.push_back({kind, job.job_id, job.restart_count, job.max_resumes, std::move(message)});
+    };
     auto reading = reader_(job.heartbeat.path);
     if (!reading.error.empty()) {
-      // Unreadable is not a stall: a filesystem that hangs is the storage check's finding. The time
-      // goes on counting, so a heartbeat that is readable again and has not moved stalls then.
-      if (reading.error != s.last_error)
-        spdlog::warn("job {}: cannot read its heartbeat: {}", job.job_id, reading.error);
+      // Not judged: neither a beat nor a stall. The time goes on counting, so a heartbeat readable
+      // again that has not moved is stalled then.
+      if (reading.error != s.last_error) spdlog::warn("job {}: heartbeat not judged: {}", job.job_id, reading.error);
       s.last_error = reading.error;
       continue;
     }
@@ -81,19 +111,36 @@ std::vector<Stall> StallWatch::poll(const std::vector<WatchedJob>& jobs, StallCl
     if (s.read_once && reading.newest != s.last_value) {
       s.beat = true;
       s.last_move = now;
+      if (s.stalled_at) event(StallEvent::Kind::moving_again, "heartbeat " + job.heartbeat.path + " moved again");
+      s.stalled_at.reset();
     }
     s.read_once = true;
+    s.ever_present = s.ever_present || reading.newest.has_value();
     s.last_value = reading.newest;
     const auto limit = std::chrono::seconds(s.beat ? job.heartbeat.stall_s : job.heartbeat.first_beat_s);
-    if (now - s.last_move < limit) continue;
-    s.stalled = true;
-    const auto still = std::chrono::duration_cast<std::chrono::seconds>(now - s.last_move).count();
-    Stall stall{job.job_id, job.restart_count, job.batch_here, job.max_resumes, {}};
-    stall.message = s.beat ? "heartbeat " + job.heartbeat.path + " has not moved for " + std::to_string(still) +
-                                 " s (stall time " + std::to_string(job.heartbeat.stall_s) + " s)"
-                           : "no first beat of heartbeat " + job.heartbeat.path + " within " + std::to_string(still) +
-                                 " s (first-beat time " + std::to_string(job.heartbeat.first_beat_s) + " s)";
-    out.push_back(std::move(stall));
+    const auto still = now - s.last_move;
+    if (still < limit) continue;
+    if (!s.ever_present) {
+      if (!s.never_seen_said)
+        event(StallEvent::Kind::never_seen, "heartbeat " + job.heartbeat.path + " not found on this node in " +
+                                                seconds_text(still) +
+                                                ": not judged (it must be on storage the node's host sees, "
+                                                "not a per-job /tmp)");
+      s.never_seen_said = true;
+      continue;
+    }
+    const std::string message =
+        s.beat ? "heartbeat " + job.heartbeat.path + " has not moved for " + seconds_text(still) + " (stall time " +
+                     std::to_string(job.heartbeat.stall_s) + " s)"
+               : "no first beat of heartbeat " + job.heartbeat.path + " within " + seconds_text(still) +
+                     " (first-beat time " + std::to_string(job.heartbeat.first_beat_s) + " s)";
+    if (!s.stalled_at) {
+      s.stalled_at = now;
+      event(StallEvent::Kind::stalled, message);
+    } else if (now - *s.stalled_at >= settle) {
+      s.confirmed = true;
+      event(StallEvent::Kind::confirmed, message);
+    }
   }
   std::erase_if(jobs_, [&](const auto& kv) { return !listed.contains(kv.first); });
   return out;

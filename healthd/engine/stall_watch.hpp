@@ -2,11 +2,17 @@
 // a hung NCCL collective or a deadlocked data loader leaves every check healthy and the job running
 // until its time limit; only the job's own progress says it stopped.
 //
-// A beat is a change of the heartbeat's modification time (a file's, or the newest of a directory's
-// entries) from the value last seen; the first value seen in an attempt is not a beat (it may be the
-// last attempt's). A job stalls when no beat came for `stall_s` after its first beat, or for
-// `first_beat_s` before it. Each attempt of a job stalls at most once here. What a stall leads to is
-// the responder's business; this only watches.
+// Watched on the node of the job's batch script only (the one node that acts on a stall, and the one
+// whose host must see the heartbeat). A beat is a change of the heartbeat's modification time (a
+// file's, or the newest of a directory's entries) from the value last seen; the first value seen in
+// an attempt is not a beat (it may be the last attempt's). A job is stalled when no beat came for
+// `stall_s` after its first beat, or for `first_beat_s` before it; the stall is confirmed when it
+// still stands a settle time later (time for the other nodes of the job to find a fault first, and a
+// beat late by a little to cancel it). Each attempt is confirmed at most once.
+//
+// What cannot be judged is never a stall: a heartbeat this host never saw (a file on another node's
+// disk, a per-job /tmp), one that cannot be read (permissions, a hung filesystem, too many entries).
+// Time is the steady clock's: a wall clock step must not stall every job at once.
 #pragma once
 
 #include <chrono>
@@ -21,29 +27,37 @@
 
 namespace ar::healthd {
 
-using StallClock = std::chrono::system_clock;
+using StallClock = std::chrono::steady_clock;
+using FileTime = std::chrono::system_clock::time_point;
 
-// What reading a heartbeat found: the newest modification time, nothing there yet (`newest` empty,
-// no error), or why it could not be read (a hung or refusing filesystem: neither a beat nor a stall).
+// What reading a heartbeat found: the newest modification time, nothing there (`newest` empty, no
+// error), or why it could not be judged.
 struct HeartbeatReading {
-  std::optional<StallClock::time_point> newest;
+  std::optional<FileTime> newest;
   std::string error;
 };
 using HeartbeatReader = std::function<HeartbeatReading(const std::string& path)>;
 
-// Reads a heartbeat on this host: lstat of a file, or of a directory and its entries (at most
-// `max_entries` of them; symbolic links are not followed, so a link to /proc or a FIFO costs nothing).
+// Reads a heartbeat on this host: stat of the path (never opened, so a FIFO cannot block), and for a
+// directory lstat of each entry (links are not followed). Refused permission and a directory of more
+// than `max_entries` entries are errors, not "nothing there".
 HeartbeatReading read_heartbeat(const std::string& path, std::size_t max_entries = 10000);
 
-// read_heartbeat on a thread of its own, bounded by `deadline`: a heartbeat on a hung filesystem
-// (NFS, a FUSE mount) costs the engine the deadline once, then is refused at once until it returns.
+// read_heartbeat on a thread per heartbeat path, each bounded by `deadline`: a heartbeat on a hung
+// filesystem costs the engine the deadline once, then that path is refused at once until its read
+// returns, and other jobs' heartbeats are still read.
 HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline);
 
-// A job that stopped beating.
-struct Stall {
+struct StallEvent {
+  enum class Kind {
+    stalled,       // no beat for the stall time: noted; confirmed after the settle time
+    moving_again,  // a beat came before the stall was confirmed
+    confirmed,     // still stalled after the settle time: the responder acts
+    never_seen,    // the heartbeat was never there on this host: nothing is done, once said
+  };
+  Kind kind = Kind::stalled;
   std::uint32_t job_id = 0;
   std::uint32_t restart_count = 0;
-  bool batch_here = false;
   std::optional<std::uint32_t> max_resumes;
   std::string message;  // "heartbeat /ckpt has not moved for 305 s (stall time 300 s)"
 };
@@ -52,7 +66,6 @@ struct Stall {
 struct WatchedJob {
   std::uint32_t job_id = 0;
   std::uint32_t restart_count = 0;
-  bool batch_here = false;
   std::optional<std::uint32_t> max_resumes;
   proto::Heartbeat heartbeat;
 };
@@ -61,23 +74,26 @@ class StallWatch {
  public:
   explicit StallWatch(HeartbeatReader reader) : reader_(std::move(reader)) {}
 
-  // Reads each job's heartbeat once and answers the jobs that stalled now. Jobs not listed are
-  // forgotten; a job seen with a newer attempt starts over.
-  std::vector<Stall> poll(const std::vector<WatchedJob>& jobs, StallClock::time_point now);
+  // Reads each job's heartbeat once and answers what changed. Jobs not listed are forgotten; a job
+  // seen with a newer attempt starts over.
+  std::vector<StallEvent> poll(const std::vector<WatchedJob>& jobs, StallClock::time_point now,
+                               std::chrono::seconds settle);
 
   std::size_t watched() const { return jobs_.size(); }
 
  private:
   struct State {
     std::uint32_t restart_count = 0;
-    proto::Heartbeat heartbeat;
-    StallClock::time_point since;       // when this attempt was first seen here
-    StallClock::time_point last_move;   // the last beat (or `since`)
-    std::optional<StallClock::time_point> last_value;
+    std::string path;
+    StallClock::time_point last_move;  // the last beat, or when this attempt was first seen here
+    std::optional<FileTime> last_value;
     bool read_once = false;
+    bool ever_present = false;
     bool beat = false;
-    bool stalled = false;
-    std::string last_error;             // said once until it changes
+    std::optional<StallClock::time_point> stalled_at;
+    bool confirmed = false;
+    bool never_seen_said = false;
+    std::string last_error;  // said once until it changes
   };
   HeartbeatReader reader_;
   std::map<std::uint32_t, State> jobs_;

@@ -10,6 +10,7 @@
 // This header is compiled by both sides, so it holds only the protocol: no I/O, no logging.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -302,8 +303,10 @@ inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) 
   Heartbeat hb;
   auto path = field<std::string>(j, "path");
   if (!path) return bad(path.error().message);
-  if (path->front() != '/' || path->size() > kMaxHeartbeatPathBytes || path->find('\0') != std::string::npos)
-    return bad("'path' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) + " bytes");
+  const bool control = std::any_of(path->begin(), path->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (path->front() != '/' || path->size() > kMaxHeartbeatPathBytes || control)
+    return bad("'path' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) +
+               " bytes, without control characters");
   hb.path = std::move(*path);
   for (auto [name, out] : {std::pair{"stall_s", &hb.stall_s}, std::pair{"first_beat_s", &hb.first_beat_s}}) {
     auto v = field<std::uint32_t>(j, name);

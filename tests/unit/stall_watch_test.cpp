@@ -22,7 +22,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const StallClock::time_point t0 = StallClock::time_point(std::chrono::seconds(1'800'000'000));
+const StallClock::time_point t0 = StallClock::time_point(std::chrono::hours(1000));
+const FileTime f0 = FileTime(std::chrono::seconds(1'800'000'000));
+constexpr auto kSettle = 10s;
 
 // A heartbeat the test moves by hand: path -> reading.
 struct FakeBeats {
@@ -33,77 +35,110 @@ struct FakeBeats {
       return it == readings.end() ? HeartbeatReading{} : it->second;
     };
   }
-  void beat(const std::string& path, StallClock::time_point at) { readings[path] = {at, {}}; }
+  void beat(const std::string& path, FileTime at) { readings[path] = {at, {}}; }
 };
 
 WatchedJob watched(std::uint32_t restart_count = 0, std::uint32_t stall_s = 60, std::uint32_t first_s = 300) {
-  return {7, restart_count, true, std::nullopt, ar::proto::Heartbeat{"/ckpt/hb", stall_s, first_s}};
+  return {7, restart_count, std::nullopt, ar::proto::Heartbeat{"/ckpt/hb", stall_s, first_s}};
 }
+
+std::vector<StallEvent::Kind> kinds(const std::vector<StallEvent>& events) {
+  std::vector<StallEvent::Kind> out;
+  for (const auto& e : events) out.push_back(e.kind);
+  return out;
+}
+using K = StallEvent::Kind;
 
 }  // namespace
 
-TEST(StallWatch, NoFirstBeatWithinItsTimeIsOneStall) {
+TEST(StallWatch, NoFirstBeatWithinItsTimeIsAStallConfirmedAfterTheSettleTimeOnce) {
   FakeBeats beats;
-  beats.beat("/ckpt/hb", t0 - 1h);  // the last attempt's beat: not one of this attempt
+  beats.beat("/ckpt/hb", f0 - 1h);  // the last attempt's beat: not one of this attempt
   StallWatch watch(beats.reader());
-  EXPECT_TRUE(watch.poll({watched()}, t0).empty());
-  EXPECT_TRUE(watch.poll({watched()}, t0 + 299s).empty());
-  auto stalls = watch.poll({watched()}, t0 + 300s);
-  ASSERT_EQ(stalls.size(), 1u);
-  EXPECT_EQ(stalls[0].job_id, 7u);
-  EXPECT_TRUE(stalls[0].batch_here);
-  EXPECT_EQ(stalls[0].message, "no first beat of heartbeat /ckpt/hb within 300 s (first-beat time 300 s)");
-  EXPECT_TRUE(watch.poll({watched()}, t0 + 900s).empty()) << "an attempt stalls once";
+  EXPECT_TRUE(watch.poll({watched()}, t0, kSettle).empty());
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 299s, kSettle).empty());
+  auto stalled = watch.poll({watched()}, t0 + 300s, kSettle);
+  ASSERT_EQ(kinds(stalled), std::vector{K::stalled});
+  EXPECT_EQ(stalled[0].message, "no first beat of heartbeat /ckpt/hb within 300 s (first-beat time 300 s)");
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 309s, kSettle).empty());
+  EXPECT_EQ(kinds(watch.poll({watched()}, t0 + 310s, kSettle)), std::vector{K::confirmed});
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 900s, kSettle).empty()) << "an attempt is confirmed once";
 }
 
 TEST(StallWatch, ABeatingJobNeverStalls) {
   FakeBeats beats;
   StallWatch watch(beats.reader());
   for (int i = 0; i < 100; ++i) {
-    beats.beat("/ckpt/hb", t0 + std::chrono::seconds(30 * i));
-    EXPECT_TRUE(watch.poll({watched()}, t0 + std::chrono::seconds(30 * i)).empty()) << i;
+    beats.beat("/ckpt/hb", f0 + std::chrono::seconds(30 * i));
+    EXPECT_TRUE(watch.poll({watched()}, t0 + std::chrono::seconds(30 * i), kSettle).empty()) << i;
   }
 }
 
 TEST(StallWatch, AfterTheFirstBeatTheStallTimeCounts) {
   FakeBeats beats;
+  beats.beat("/ckpt/hb", f0);
   StallWatch watch(beats.reader());
-  EXPECT_TRUE(watch.poll({watched()}, t0).empty());  // nothing there yet
-  beats.beat("/ckpt/hb", t0 + 5s);                     // the file appears: the first beat
-  EXPECT_TRUE(watch.poll({watched()}, t0 + 10s).empty());
-  EXPECT_TRUE(watch.poll({watched()}, t0 + 69s).empty());
-  auto stalls = watch.poll({watched()}, t0 + 70s);
-  ASSERT_EQ(stalls.size(), 1u);
-  EXPECT_EQ(stalls[0].message, "heartbeat /ckpt/hb has not moved for 60 s (stall time 60 s)");
+  EXPECT_TRUE(watch.poll({watched()}, t0, kSettle).empty());
+  beats.beat("/ckpt/hb", f0 + 5s);  // the first beat
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 10s, kSettle).empty());
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 69s, kSettle).empty());
+  auto stalled = watch.poll({watched()}, t0 + 70s, kSettle);
+  ASSERT_EQ(kinds(stalled), std::vector{K::stalled});
+  EXPECT_EQ(stalled[0].message, "heartbeat /ckpt/hb has not moved for 60 s (stall time 60 s)");
+}
+
+TEST(StallWatch, ABeatWithinTheSettleTimeCallsTheStallOff) {
+  FakeBeats beats;
+  beats.beat("/ckpt/hb", f0);
+  StallWatch watch(beats.reader());
+  watch.poll({watched()}, t0, kSettle);
+  ASSERT_EQ(kinds(watch.poll({watched()}, t0 + 300s, kSettle)), std::vector{K::stalled});
+  beats.beat("/ckpt/hb", f0 + 301s);
+  EXPECT_EQ(kinds(watch.poll({watched()}, t0 + 305s, kSettle)), std::vector{K::moving_again});
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 320s, kSettle).empty()) << "not confirmed: it moved";
+  EXPECT_EQ(kinds(watch.poll({watched()}, t0 + 365s, kSettle)), std::vector{K::stalled}) << "stall time from the beat";
 }
 
 TEST(StallWatch, ANewAttemptStartsOverAndMayStallAgain) {
   FakeBeats beats;
+  beats.beat("/ckpt/hb", f0);
   StallWatch watch(beats.reader());
-  watch.poll({watched(0)}, t0);
-  ASSERT_EQ(watch.poll({watched(0)}, t0 + 300s).size(), 1u);
-  EXPECT_TRUE(watch.poll({watched(1)}, t0 + 301s).empty());
-  EXPECT_TRUE(watch.poll({watched(1)}, t0 + 600s).empty());
-  EXPECT_EQ(watch.poll({watched(1)}, t0 + 601s).size(), 1u);
+  watch.poll({watched(0)}, t0, kSettle);
+  watch.poll({watched(0)}, t0 + 300s, kSettle);
+  ASSERT_EQ(kinds(watch.poll({watched(0)}, t0 + 310s, kSettle)), std::vector{K::confirmed});
+  EXPECT_TRUE(watch.poll({watched(1)}, t0 + 311s, kSettle).empty());
+  EXPECT_TRUE(watch.poll({watched(1)}, t0 + 610s, kSettle).empty());
+  EXPECT_EQ(kinds(watch.poll({watched(1)}, t0 + 611s, kSettle)), std::vector{K::stalled});
 }
 
 TEST(StallWatch, AnUnreadableHeartbeatIsNeitherABeatNorAStall) {
   FakeBeats beats;
   StallWatch watch(beats.reader());
-  beats.beat("/ckpt/hb", t0);
-  watch.poll({watched()}, t0);
-  beats.readings["/ckpt/hb"] = {std::nullopt, "/ckpt/hb: not read within 10000 ms (a hung filesystem?)"};
-  EXPECT_TRUE(watch.poll({watched()}, t0 + 400s).empty());
-  beats.beat("/ckpt/hb", t0);  // readable again, and it has not moved: the time went on counting
-  EXPECT_EQ(watch.poll({watched()}, t0 + 401s).size(), 1u);
+  beats.beat("/ckpt/hb", f0);
+  watch.poll({watched()}, t0, kSettle);
+  beats.readings["/ckpt/hb"] = {std::nullopt, "/ckpt/hb: not read within 2000 ms (a hung filesystem?)"};
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 400s, kSettle).empty());
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 800s, kSettle).empty());
+  beats.beat("/ckpt/hb", f0);  // readable again, and it has not moved: the time went on counting
+  EXPECT_EQ(kinds(watch.poll({watched()}, t0 + 801s, kSettle)), std::vector{K::stalled});
+}
+
+TEST(StallWatch, AHeartbeatNeverSeenOnThisHostIsSaidOnceAndNeverActedOn) {
+  FakeBeats beats;  // nothing at /ckpt/hb: a per-job /tmp, a file on another node's disk
+  StallWatch watch(beats.reader());
+  watch.poll({watched()}, t0, kSettle);
+  auto said = watch.poll({watched()}, t0 + 300s, kSettle);
+  ASSERT_EQ(kinds(said), std::vector{K::never_seen});
+  EXPECT_NE(said[0].message.find("not judged"), std::string::npos);
+  EXPECT_TRUE(watch.poll({watched()}, t0 + 1h, kSettle).empty());
 }
 
 TEST(StallWatch, AJobNoLongerRunningIsForgotten) {
   FakeBeats beats;
   StallWatch watch(beats.reader());
-  watch.poll({watched()}, t0);
+  watch.poll({watched()}, t0, kSettle);
   EXPECT_EQ(watch.watched(), 1u);
-  watch.poll({}, t0 + 1s);
+  watch.poll({}, t0 + 1s, kSettle);
   EXPECT_EQ(watch.watched(), 0u);
 }
 
@@ -121,6 +156,14 @@ TEST(ReadHeartbeat, AFileByItsModificationTimeADirectoryByItsNewestEntry) {
   auto whole = read_heartbeat(dir.path().string());
   ASSERT_TRUE(file.newest && whole.newest);
   EXPECT_EQ(*whole.newest - *file.newest, std::chrono::duration_cast<StallClock::duration>(200s));
+}
+
+TEST(ReadHeartbeat, TooManyEntriesIsNotJudged) {
+  ar::test::TempDir dir;
+  for (int i = 0; i < 5; ++i) std::ofstream(dir / std::to_string(i)) << "x";
+  EXPECT_TRUE(read_heartbeat(dir.path().string(), 5).error.empty());
+  auto r = read_heartbeat(dir.path().string(), 4);
+  EXPECT_NE(r.error.find("more than 4 entries"), std::string::npos) << r.error;
 }
 
 TEST(ReadHeartbeat, AFifoOrALinkInTheDirectoryNeverBlocksNorIsFollowed) {
@@ -153,6 +196,7 @@ TEST(HeartbeatOptions, TheHeartbeatIsAnAbsolutePath) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().find("--auto-resume-heartbeat"), std::string::npos);
   EXPECT_FALSE(ar::plugin::parse_heartbeat_path(std::string(5000, '/').c_str()));
+  EXPECT_FALSE(ar::plugin::parse_heartbeat_path("/ckpt/\x1b[2Jhb"));  // no terminal escapes into root's logs
 }
 
 TEST(HeartbeatProtocol, RoundTripsAndRefusesWhatIsOutOfRange) {
@@ -170,6 +214,7 @@ TEST(HeartbeatProtocol, RoundTripsAndRefusesWhatIsOutOfRange) {
                                 R"("heartbeat":{"path":"/x","stall_s":0,"first_beat_s":1})",
                                 R"("heartbeat":{"path":"/x","stall_s":1})",
                                 R"("heartbeat":{"path":"/x\u0000y","stall_s":1,"first_beat_s":1})",
+                                R"("heartbeat":{"path":"/x\ny","stall_s":1,"first_beat_s":1})",
                                 R"("heartbeat":{"path":"/x","stall_s":1,"first_beat_s":99999999})"}) {
     auto e = parse_request(head + bad + "}");
     ASSERT_FALSE(e) << bad;
@@ -181,7 +226,7 @@ TEST(HeartbeatRegistry, KeptAcrossARestartAndCheckedWhenReadBack) {
   ar::test::TempDir dir;
   {
     JobRegistry r(dir / "jobs.json");
-    r.step_started({5, ar::proto::kBatchStep, "n1", 1000, true, 0, std::nullopt, ar::proto::Heartbeat{"/ckpt", 60, 5}}, t0);
+    r.step_started({5, ar::proto::kBatchStep, "n1", 1000, true, 0, std::nullopt, ar::proto::Heartbeat{"/ckpt", 60, 5}}, f0);
     ASSERT_TRUE(r.save());
   }
   JobRegistry again(dir / "jobs.json");
@@ -207,12 +252,15 @@ TEST(HeartbeatRegistry, KeptAcrossARestartAndCheckedWhenReadBack) {
 
 namespace {
 
-// Job 7 on n2, its batch script here (or not), its heartbeat never moving.
+// Job 7 on n2, its batch script here, its heartbeat there and never moving; the stall clock moves
+// with the fixture's.
 struct StallFixture : Fixture {
   FakeBeats beats;
+  WallTime start = now;
   explicit StallFixture(PolicyConfig p = {}) : Fixture(p) {
     responder->set_heartbeat_reader(beats.reader());
-    beats.beat("/ckpt/hb", now);
+    responder->set_stall_clock([this] { return t0 + (now - start); });
+    beats.beat("/ckpt/hb", f0);
   }
   std::vector<LocalJob> job(bool batch_here = true) {
     LocalJob j{7, slurm.jobs[7].restart_count, true};
@@ -240,20 +288,41 @@ TEST(StallResponse, TheBatchNodeRequeuesOnceWithStallAfterTheSettleTime) {
   EXPECT_EQ(f.slurm.count("requeue 7"), 1) << "once per attempt";
 }
 
-TEST(StallResponse, OtherNodesOfTheJobNoteItAndLeaveTheActToTheBatchNode) {
+TEST(StallResponse, OnlyTheNodeOfTheBatchScriptWatches) {
   StallFixture f;
   for (int i = 0; i < 20; ++i) f.sweep(false, f.job(false));
-  EXPECT_TRUE(f.timeline.has_event(7, "stall"));
+  EXPECT_FALSE(f.timeline.has_event(7, "stall"));
   EXPECT_EQ(f.slurm.count("requeue 7"), 0);
 }
 
-TEST(StallResponse, AJobRequeuedForAFaultMeanwhileIsNotRequeuedAgain) {
+TEST(StallResponse, ABeatWithinTheSettleTimeCallsItOff) {
   StallFixture f;
   for (int i = 0; i < 5; ++i) f.sweep(false, f.job());
-  f.slurm.jobs[7].restart_count = 1;  // another node found a fault in its sweep and requeued it
-  for (int i = 0; i < 15; ++i) f.sweep(false, {});
+  ASSERT_TRUE(f.timeline.has_event(7, "stall"));
+  f.beats.beat("/ckpt/hb", f0 + 1s);
+  f.sweep(false, f.job());
+  EXPECT_TRUE(f.timeline.has_event(7, "moving again"));
+  for (int i = 0; i < 2; ++i) f.sweep(false, f.job());  // within the new stall time of 3 s
   EXPECT_EQ(f.slurm.count("requeue 7"), 0);
-  EXPECT_TRUE(f.timeline.has_event(7, "requeued elsewhere"));
+}
+
+TEST(StallResponse, AJobRequeuedForAFaultMeanwhileStartsOver) {
+  StallFixture f;
+  for (int i = 0; i < 5; ++i) f.sweep(false, f.job());
+  ASSERT_TRUE(f.timeline.has_event(7, "stall"));
+  f.slurm.jobs[7].restart_count = 1;  // another node found a fault in its sweep and requeued it
+  for (int i = 0; i < 10; ++i) f.sweep(false, f.job());  // running again here: its own first-beat time
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+}
+
+TEST(StallResponse, AJobNoLongerRunningWhenTheStallIsConfirmedIsLeftAlone) {
+  StallFixture f;
+  for (int i = 0; i < 5; ++i) f.sweep(false, f.job());
+  f.slurm.jobs[7].state = "SUSPENDED";  // or ended, or cancelled: the registry lags behind
+  for (int i = 0; i < 15; ++i) f.sweep(false, f.job());
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_EQ(f.slurm.count("cancel 7"), 0);
+  EXPECT_TRUE(f.timeline.has_event(7, "stall: nothing done"));
 }
 
 TEST(StallResponse, AFaultFoundAtTheStallIsHandledAsAFault) {
@@ -291,4 +360,8 @@ TEST(StallResponse, TheResumeCapStillHolds) {
   for (int i = 0; i < 20; ++i) f.sweep(false, f.job());
   EXPECT_EQ(f.slurm.count("requeue 7"), 0);
   EXPECT_NE(f.slurm.jobs[7].admin_comment.find("cap of 1 resumes is reached"), std::string::npos);
+  EXPECT_EQ(f.slurm.count("cancel 7"), 1) << "a job making no progress would hold its nodes until its time limit";
+  const auto events = f.timeline.events(7);
+  ASSERT_FALSE(events.empty());
+  EXPECT_NE(events.back().detail.find("the job, making no progress, is cancelled"), std::string::npos) << events.back().detail;
 }
