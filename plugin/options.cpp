@@ -42,7 +42,7 @@ std::expected<std::string, std::string> parse_heartbeat_path(const char* value) 
   if (v.empty() || v.front() != '/' || v.size() > proto::kMaxHeartbeatPathBytes || control)
     return std::unexpected("invalid value for --" + std::string(kHeartbeatOptionName) +
                            ": expected an absolute path (a file or a directory) of at most " +
-                           std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes, without control characters");
+                           std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes, without control bytes");
   return std::string(v);
 }
 

@@ -306,7 +306,7 @@ inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) 
   const bool control = std::any_of(path->begin(), path->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
   if (path->front() != '/' || path->size() > kMaxHeartbeatPathBytes || control)
     return bad("'path' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) +
-               " bytes, without control characters");
+               " bytes, without control bytes");
   hb.path = std::move(*path);
   for (auto [name, out] : {std::pair{"stall_s", &hb.stall_s}, std::pair{"first_beat_s", &hb.first_beat_s}}) {
     auto v = field<std::uint32_t>(j, name);
