@@ -38,8 +38,7 @@ std::expected<std::uint32_t, std::string> parse_max_resumes(const char* value) {
 
 std::expected<std::string, std::string> parse_heartbeat_path(const char* value) {
   std::string_view v(value ? value : "");
-  const bool control = std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
-  if (v.empty() || v.front() != '/' || v.size() > proto::kMaxHeartbeatPathBytes || control)
+  if (!proto::valid_heartbeat_path(v))
     return std::unexpected("invalid value for --" + std::string(kHeartbeatOptionName) +
                            ": expected an absolute path (a file or a directory) of at most " +
                            std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes, without control bytes");

@@ -159,9 +159,7 @@ nlohmann::json job_to_json(std::uint32_t id, const JobRecord& job) {
                        {"running", job.running()},
                        {"steps", steps}};
   if (job.max_resumes) jj["max_resumes"] = *job.max_resumes;
-  if (job.heartbeat)
-    jj["heartbeat"] = {{"path", job.heartbeat->path}, {"stall_s", job.heartbeat->stall_s},
-                       {"first_beat_s", job.heartbeat->first_beat_s}};
+  if (job.heartbeat) jj["heartbeat"] = proto::to_json(*job.heartbeat);
   return jj;
 }
 }  // namespace

@@ -93,6 +93,17 @@ struct Heartbeat {
 inline constexpr std::uint32_t kMaxStallSeconds = 30 * 24 * 3600;
 inline constexpr std::size_t kMaxHeartbeatPathBytes = 4096;
 
+// What the plugin accepts on the command line and healthd over the socket and from its state file:
+// an absolute path of bounded length with no control bytes (it goes into root's logs and timelines).
+inline bool valid_heartbeat_path(std::string_view path) {
+  return !path.empty() && path.front() == '/' && path.size() <= kMaxHeartbeatPathBytes &&
+         std::none_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+inline nlohmann::json to_json(const Heartbeat& hb) {
+  return {{"path", hb.path}, {"stall_s", hb.stall_s}, {"first_beat_s", hb.first_beat_s}};
+}
+
 struct StepStart {
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
@@ -205,8 +216,7 @@ inline nlohmann::json to_json(const StepStart& m) {
   j["auto_resume"] = m.auto_resume;
   j["restart_count"] = m.restart_count;
   if (m.max_resumes) j["max_resumes"] = *m.max_resumes;
-  if (m.heartbeat)
-    j["heartbeat"] = {{"path", m.heartbeat->path}, {"stall_s", m.heartbeat->stall_s}, {"first_beat_s", m.heartbeat->first_beat_s}};
+  if (m.heartbeat) j["heartbeat"] = to_json(*m.heartbeat);
   return j;
 }
 
@@ -296,15 +306,14 @@ inline std::expected<std::string, Error> field<std::string>(const nlohmann::json
   return it->get<std::string>();
 }
 
-// A step's heartbeat: an absolute path without NUL, of bounded length, and stall times in range.
+// A step's heartbeat: a valid_heartbeat_path, and stall times in range.
 inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) {
   auto bad = [](std::string what) { return std::unexpected(Error{err::kBadField, "field 'heartbeat': " + std::move(what)}); };
   if (!j.is_object()) return bad("must be an object");
   Heartbeat hb;
   auto path = field<std::string>(j, "path");
   if (!path) return bad(path.error().message);
-  const bool control = std::any_of(path->begin(), path->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
-  if (path->front() != '/' || path->size() > kMaxHeartbeatPathBytes || control)
+  if (!valid_heartbeat_path(*path))
     return bad("'path' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) +
                " bytes, without control bytes");
   hb.path = std::move(*path);
