@@ -297,9 +297,15 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     timeline_.record(e.job_id, {now, node_, "stall: nothing done", "the job is " + job.state + " now"});
     return true;
   }
-  // The user may lower the admin's cap for their job, never raise it.
+  // The user may lower the admin's cap for their job, never raise it. Step re-runs count with the
+  // requeues; a re-run another node made for this same failure is not a resume of its own.
   const std::uint32_t cap = std::min(policy_.max_resumes, e.cap.value_or(policy_.max_resumes));
-  if (e.restart_count >= cap) {
+  const std::uint32_t reruns = step_reruns_so_far(job);
+  const bool rerun_elsewhere = e.rerun_step && reruns > 0 && [&] {
+    auto last = parse_attempt_comment(auto_resume_line(job.admin_comment));
+    return last && last->rerun_step == e.rerun_step && last->attempt == job.restart_count + last->reruns;
+  }();
+  if (e.restart_count + reruns >= cap && !rerun_elsewhere) {
     std::string why = "auto-resume: not resumed: the cap of " + std::to_string(cap) +
                       " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
     spdlog::error("job {}: {}", e.job_id, why);
@@ -318,18 +324,7 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
   }
   if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
   if (e.code == kStall && policy_.stall_action == StallAction::cancel) return stall_cancel(e, job, now);
-  if (!job.requeue) {
-    // Slurm would refuse ("Requested operation is presently disabled"), at every try. Said once, where
-    // the user and the admin look, and decided for this attempt.
-    std::string why = "auto-resume: not requeued after " + e.code + " on " + node_ +
-                      ": the job does not allow requeue (submitted with --no-requeue, or JobRequeue=0 in "
-                      "slurm.conf and no --requeue); submit it with --requeue to be resumed";
-    spdlog::error("job {}: {}", e.job_id, why);
-    if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
-    journal_.mark_requeued(e.job_id, e.restart_count);
-    timeline_.record(e.job_id, {now, node_, "not requeued", why});
-    return true;
-  }
+  if (!job.requeue && !e.rerun_step) return refuse_requeue(e, job, now);
   if (e.code != kAppFailure && e.code != kStall) {
     // The drain goes first: a job released while its faulty node can still take it may start there
     // again. A drain that Slurm has not taken yet (slurmctld not answering) keeps the requeue waiting
@@ -356,7 +351,28 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
       return true;
     }
   }
+  if (e.rerun_step) {
+    auto rerun = rerun_step(e, job, now);
+    if (!rerun) return std::unexpected(rerun.error());
+    if (!*rerun) return true;  // the step runs again inside the allocation
+    if (!(*rerun)->empty())
+      timeline_.record(e.job_id, {now, node_, "not re-run in the allocation", **rerun + "; the job is requeued instead"});
+    if (!job.requeue) return refuse_requeue(e, job, now);
+  }
   return next_step(e, RequeueStep::requeue, now);
+}
+
+std::expected<bool, std::string> SlurmActions::refuse_requeue(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  // Slurm would refuse ("Requested operation is presently disabled"), at every try. Said once, where
+  // the user and the admin look, and decided for this attempt.
+  std::string why = "auto-resume: not requeued after " + e.code + " on " + node_ +
+                    ": the job does not allow requeue (submitted with --no-requeue, or JobRequeue=0 in "
+                    "slurm.conf and no --requeue); submit it with --requeue to be resumed";
+  spdlog::error("job {}: {}", e.job_id, why);
+  if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+  journal_.mark_requeued(e.job_id, e.restart_count);
+  timeline_.record(e.job_id, {now, node_, "not requeued", why});
+  return true;
 }
 
 // [policy] stall_action = "cancel": the stalled job ends, and its admin comment and timeline say why.
@@ -400,8 +416,15 @@ std::expected<bool, std::string> SlurmActions::requeue_ask(const JournalEntry& e
 
 std::expected<bool, std::string> SlurmActions::requeue_annotate(const JournalEntry& e, WallTime now) {
   // Before the release: the restarted job reads why its last attempt ended from the admin comment.
-  std::string line = format_attempt_comment({e.restart_count + 1, e.code, node_, e.reason});
-  if (auto c = annotate(e.job_id, line); !c) return std::unexpected(c.error());
+  // The attempt counts the job's step re-runs too, and the line keeps their number.
+  auto job = slurm_.job(e.job_id);
+  if (!job) {
+    if (gone(job.error())) return true;
+    return std::unexpected(job.error().message);
+  }
+  const std::uint32_t reruns = step_reruns_so_far(*job);
+  std::string line = format_attempt_comment({e.restart_count + reruns + 1, e.code, node_, e.reason, std::nullopt, 0, reruns});
+  if (auto c = annotate(e.job_id, line, job->admin_comment); !c) return std::unexpected(c.error());
   return next_step(e, RequeueStep::release, now);
 }
 

@@ -46,6 +46,10 @@ inline constexpr const char* kAppFailure = "APP-FAILURE";
 // A job's heartbeat stood still while every node of it checked healthy (engine/stall_watch.hpp).
 inline constexpr const char* kStall = "STALL";
 
+// The job's step re-runs so far, from healthd's line in its admin comment: they count against the
+// resume cap with its requeues.
+std::uint32_t step_reruns_so_far(const JobInfo& job);
+
 // Runs one hook program: argv (no shell), extra NAME=value environment, deadline.
 using HookRunner = std::function<std::expected<ProcessResult, std::string>(
     const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout)>;
@@ -111,6 +115,14 @@ class SlurmActions {
   // false: waiting, the entry's next try is set.
   std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
   std::expected<bool, std::string> stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now);
+  // The job does not allow requeue: said once, decided for this attempt.
+  std::expected<bool, std::string> refuse_requeue(const JournalEntry& e, const JobInfo& job, WallTime now);
+  // Step re-run inside the allocation (step_rerun.cpp), in place of a requeue. Nothing: done (the
+  // step runs again, or another node's healthd re-ran it and this node has left); a reason: requeue
+  // instead (empty when there is nothing to say); an error: Slurm failed, try again.
+  std::expected<std::optional<std::string>, std::string> rerun_step(const JournalEntry& e, const JobInfo& job, WallTime now);
+  std::expected<std::optional<std::string>, std::string> leave_rerun(const JournalEntry& e, const JobInfo& job,
+                                                                     std::uint32_t need, WallTime now);
   std::expected<bool, std::string> requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now);
   std::expected<bool, std::string> requeue_annotate(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);

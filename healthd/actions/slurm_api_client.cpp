@@ -260,6 +260,12 @@ SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpda
     if (u.priority) d.priority = *u.priority;
     if (u.reset_priority) d.priority = INFINITE;
     if (u.admin_comment) d.admin_comment = c_str(*u.admin_comment);
+    // Comma-separated is what slurmctld reads; it builds the ranges itself.
+    std::string nodes;
+    if (u.nodes) {
+      for (const auto& n : *u.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+      d.req_nodes = c_str(nodes);
+    }
     return checked(what, slurm_update_job(&d));
   });
 }
@@ -267,6 +273,25 @@ SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpda
 SlurmResult<void> SlurmApiClient::cancel(std::uint32_t job_id) {
   const std::string what = "cancel job " + std::to_string(job_id);
   return call<void>("kill_job", what, [=] { return checked(what, slurm_kill_job(job_id, SIGKILL, 0)); });
+}
+
+SlurmResult<std::vector<StepInfo>> SlurmApiClient::job_steps(std::uint32_t job_id) {
+  const std::string what = "load the steps of job " + std::to_string(job_id);
+  return call<std::vector<StepInfo>>("load_steps", what, [job_id, what]() -> SlurmResult<std::vector<StepInfo>> {
+    job_step_info_response_msg_t* msg = nullptr;
+    if (slurm_get_job_steps(0, job_id, NO_VAL, &msg, SHOW_ALL) != SLURM_SUCCESS)
+      return std::unexpected(slurm_error(what, last_error()));
+    std::vector<StepInfo> steps;
+    for (std::uint32_t i = 0; msg && i < msg->job_step_count; ++i)
+      if (msg->job_steps[i].step_id.job_id == job_id) steps.push_back(to_step_info(msg->job_steps[i]));
+    slurm_free_job_step_info_response_msg(msg);
+    return steps;
+  });
+}
+
+SlurmResult<void> SlurmApiClient::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
+  const std::string what = "kill step " + std::to_string(job_id) + "." + std::to_string(step_id);
+  return call<void>("kill_step", what, [=] { return checked(what, slurm_kill_job_step(job_id, step_id, SIGKILL)); });
 }
 
 SlurmResult<void> SlurmApiClient::signal_job(std::uint32_t job_id, const std::string& signal) {

@@ -37,11 +37,13 @@ class SlurmApiClient : public SlurmClient {
   SlurmResult<void> requeue(std::uint32_t job_id) override;
   SlurmResult<void> update_job(std::uint32_t job_id, const JobUpdate& update) override;
   SlurmResult<void> cancel(std::uint32_t job_id) override;
+  SlurmResult<std::vector<StepInfo>> job_steps(std::uint32_t job_id) override;
+  SlurmResult<void> kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
   SlurmResult<void> signal_job(std::uint32_t job_id, const std::string& signal) override;
 
   // Hears of every call to Slurm, once it is over, on the caller's thread (the metrics' latency):
   // the call's name ("load_node", "load_nodes", "load_job", "update_node", "reboot", "requeue",
-  // "update_job", "kill_job", "signal_job"), how long the caller waited (up to the deadline), and
+  // "update_job", "kill_job", "signal_job", "load_steps", "kill_step"), how long the caller waited (up to the deadline), and
   // whether Slurm answered (an error answer counts as answered; a deadline passed or no slurmctld
   // to reach does not). Set before the first call; it must not block.
   using CallObserver = std::function<void(std::string_view call, std::chrono::duration<double> took, bool answered)>;

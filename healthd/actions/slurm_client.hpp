@@ -63,6 +63,16 @@ struct JobInfo {
   std::chrono::system_clock::time_point start_time{};   // actual or expected; epoch when unknown
   std::chrono::system_clock::time_point submit_time{};  // slurmctld's clock; a requeue sets it anew
   std::uint32_t user_id = 0;  // the job's owner (notices name them)
+  bool batch = false;         // a batch job (sbatch): it has a batch script
+  std::string batch_host;     // the node its batch script runs on; empty when none
+  std::string partition;      // where it runs (a running job has one)
+  std::vector<std::string> nodes;  // node_list, expanded
+};
+
+// A step of a job as slurmctld lists it (slurm_get_job_steps).
+struct StepInfo {
+  std::uint32_t step_id = 0;
+  std::vector<std::string> nodes;  // expanded
 };
 
 // A change to a pending job in one request (slurm_update_job); unset fields stay as they are.
@@ -72,6 +82,9 @@ struct JobUpdate {
   std::optional<std::uint32_t> priority;  // a fixed priority
   bool reset_priority = false;            // back to the priority Slurm computes
   std::optional<std::string> admin_comment;
+  // A running job: the nodes it keeps (a subset of its allocation; the others leave it at once, and
+  // their tasks are killed).
+  std::optional<std::vector<std::string>> nodes;
 };
 
 class SlurmClient {
@@ -89,6 +102,10 @@ class SlurmClient {
   virtual SlurmResult<void> requeue(std::uint32_t job_id) = 0;
   virtual SlurmResult<void> update_job(std::uint32_t job_id, const JobUpdate& update) = 0;
   virtual SlurmResult<void> cancel(std::uint32_t job_id) = 0;
+  // The job's steps slurmctld knows of (running ones; the batch and extern steps included).
+  virtual SlurmResult<std::vector<StepInfo>> job_steps(std::uint32_t job_id) = 0;
+  // Kills one step (SIGKILL to its tasks on every node); the job and its other steps go on.
+  virtual SlurmResult<void> kill_step(std::uint32_t job_id, std::uint32_t step_id) = 0;
   // Sends `signal` ("USR1") once to every step's tasks and to the batch script, so the job sees it
   // wherever it traps it.
   virtual SlurmResult<void> signal_job(std::uint32_t job_id, const std::string& signal) = 0;

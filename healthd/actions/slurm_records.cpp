@@ -1,6 +1,7 @@
 #include "slurm_records.hpp"
 
 #include <array>
+#include <cstdlib>
 #include <sstream>
 
 namespace ar::healthd {
@@ -85,7 +86,28 @@ JobInfo to_job_info(const slurm_job_info_t& job) {
   j.priority = job.priority;
   j.start_time = std::chrono::system_clock::from_time_t(job.start_time);
   j.submit_time = std::chrono::system_clock::from_time_t(job.submit_time);
+  j.batch = job.batch_flag != 0;
+  j.batch_host = text(job.batch_host);
+  j.partition = text(job.partition);
+  j.nodes = expand_hostlist(j.node_list);
   return j;
+}
+
+StepInfo to_step_info(const job_step_info_t& step) {
+  return StepInfo{step.step_id.step_id, expand_hostlist(text(step.nodes))};
+}
+
+std::vector<std::string> expand_hostlist(const std::string& list) {
+  std::vector<std::string> names;
+  if (list.empty()) return names;
+  hostlist_t hl = slurm_hostlist_create(list.c_str());
+  if (hl == nullptr) return names;
+  while (char* name = slurm_hostlist_shift(hl)) {
+    names.emplace_back(name);
+    std::free(name);  // slurm_hostlist_shift's strings are malloc'd
+  }
+  slurm_hostlist_destroy(hl);
+  return names;
 }
 
 }  // namespace ar::healthd

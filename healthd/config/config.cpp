@@ -163,6 +163,7 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("requeue_priority", &PolicyConfig::requeue_priority, read_requeue_priority)
                                .field("report_only", &PolicyConfig::report_only, read_bool)
                                .field("stall_action", &PolicyConfig::stall_action, read_stall_action)
+                               .field("step_rerun", &PolicyConfig::step_rerun, read_bool)
                                .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }

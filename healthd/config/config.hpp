@@ -55,6 +55,9 @@ struct PolicyConfig {
   std::chrono::seconds check_deadline{10};
   RequeuePriority requeue_priority = RequeuePriority::top;
   StallAction stall_action = StallAction::requeue;
+  // A fault under an auto-resume srun step of a batch job re-runs that step on the job's other nodes
+  // (the faulty one leaves the allocation) when enough are left, instead of requeueing the job.
+  bool step_rerun = true;
   std::vector<HookConfig> hooks;         // [[policy.hook]]
   // Decide and log (and record in job timelines) what would be done, but journal and do nothing: no
   // drain, requeue, resume, signal or hook (NHC's MARK_OFFLINE=0). What was journalled before it

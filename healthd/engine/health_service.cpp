@@ -11,7 +11,9 @@ namespace ar::healthd {
 std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
   std::vector<LocalJob> jobs;
   for (const auto& [id, job] : registry.jobs())
-    if (job.running()) jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes, job.heartbeat, job.batch_here()});
+    if (job.running())
+      jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes, job.heartbeat, job.batch_here(),
+                      job.running_auto_resume_steps()});
   return jobs;
 }
 

@@ -111,6 +111,10 @@ void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, Wal
   e.restart_count = job.restart_count;
   e.cap = job.max_resumes;
   e.reason = fault.message;
+  // One auto-resume srun step here: it may be run again on the job's other nodes (SlurmActions
+  // decides, with slurmctld's view of the job). Several: no telling which to re-run; a requeue.
+  if (job.auto_resume_steps.size() == 1 && fault.code != kStall && fault.code != kAppFailure)
+    e.rerun_step = job.auto_resume_steps.front();
   e.next_try = not_before;
   journal(e);
 }
@@ -151,7 +155,7 @@ void Responder::act_on_stall(const StallEvent& stall, WallTime now) {
   CheckResult stalled;
   stalled.code = kStall;
   stalled.message = stall.message;
-  queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true}, stalled, now, now);
+  queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true, {}}, stalled, now, now);
 }
 
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
@@ -208,7 +212,12 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
     }
     std::vector<LocalJob> targets = jobs;
-    if (trigger) targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes, std::nullopt, false});
+    if (trigger) {
+      std::vector<std::uint32_t> steps;
+      if (trigger->auto_resume && proto::is_user_step(trigger->step_id)) steps.push_back(trigger->step_id);
+      targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes, std::nullopt,
+                         false, steps});
+    }
     for (const auto& job : targets) {
       if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
         timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
@@ -241,7 +250,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       CheckResult app;
       app.code = kAppFailure;
       app.message = what;
-      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes, std::nullopt, false}, app, now, now);
+      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes, std::nullopt, false, {}}, app, now, now);
     } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
       timeline_.record(trigger->job_id, {now, node_, "no fault here", what + ": nothing to do on this node"});
     }

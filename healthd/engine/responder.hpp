@@ -56,6 +56,9 @@ struct LocalJob {
   std::optional<std::uint32_t> max_resumes;  // the user's cap, if lower than the admin's
   std::optional<proto::Heartbeat> heartbeat;  // its progress watchdog, if it named one
   bool batch_here = false;                    // its batch script runs on this node
+  // Its srun steps running here that were started with --auto-resume=1: with exactly one, a fault
+  // here may re-run that step inside the allocation instead of requeueing the job.
+  std::vector<std::uint32_t> auto_resume_steps;
 };
 
 // The failure of an auto-resume step's task that made healthd look at its node now.

@@ -24,6 +24,14 @@ bool JobRecord::batch_here() const {
   return false;
 }
 
+std::vector<std::uint32_t> JobRecord::running_auto_resume_steps() const {
+  std::vector<std::uint32_t> ids;
+  for (const auto& [key, step] : steps)
+    if (key.first == restart_count && step.running && step.auto_resume && proto::is_user_step(step.step_id))
+      ids.push_back(step.step_id);
+  return ids;
+}
+
 bool JobRecord::running() const {
   for (const auto& [key, step] : steps)
     if (step.running) return true;

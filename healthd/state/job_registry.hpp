@@ -58,6 +58,9 @@ struct JobRecord {
   bool running() const;
   // This node runs the job's batch script in its newest attempt: the node that acts on its stall.
   bool batch_here() const;
+  // The srun steps (not the batch script, extern or interactive step) of its newest attempt still
+  // running here that were started with --auto-resume=1.
+  std::vector<std::uint32_t> running_auto_resume_steps() const;
   std::optional<WallClock::time_point> last_activity() const;
 };
 

@@ -94,6 +94,7 @@ std::expected<void, std::string> Journal::save() {
                        {"created_ms", to_epoch_ms(e.created)}, {"attempts", e.attempts}, {"next_try_ms", to_epoch_ms(e.next_try)},
                        {"last_error", e.last_error}});
     if (e.cap) entries.back()["cap"] = *e.cap;
+    if (e.rerun_step) entries.back()["rerun_step"] = *e.rerun_step;
     if (e.reboot) entries.back()["reboot"] = true;
     if (e.held) entries.back()["held"] = true;
     if (e.admin) entries.back()["admin"] = true;
@@ -153,6 +154,7 @@ std::expected<void, std::string> Journal::load() {
       e.next_try = json_fields::time_ms(ej, "next_try_ms");
       e.last_error = ej.at("last_error").get<std::string>();
       e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
+      e.rerun_step = json_fields::optional_integer<std::uint32_t>(ej, "rerun_step");
       e.reboot = ej.value("reboot", false);
       e.held = ej.value("held", false);
       e.admin = ej.value("admin", false);

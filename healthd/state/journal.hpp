@@ -65,6 +65,8 @@ struct JournalEntry {
   std::uint32_t job_id = 0;
   std::uint32_t restart_count = 0;  // requeue: the attempt that failed; never requeue past it twice
   std::optional<std::uint32_t> cap; // requeue: the job's own cap on resumes, when the user set one
+  std::optional<std::uint32_t> rerun_step;  // requeue: the auto-resume srun step that may run again in
+                                            // the allocation instead (SlurmActions decides)
   std::string code;                 // fault code behind the action
   std::string reason;               // drain reason / comment text / signal name
   bool reboot = false;              // drain: the cure is a reboot (scontrol reboot ASAP), not only a drain

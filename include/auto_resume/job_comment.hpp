@@ -2,6 +2,10 @@
 // it requeues the job, and the plugin reads back in the restarted job to tell the training code why
 // the last attempt ended. One definition for both sides.
 //   auto-resume: attempt 1 ended: GPU-XID-79 on n2: NVRM: Xid (PCI:0000:17:00): 79, ...
+// or, when the failed step was run again inside the same allocation instead of a requeue:
+//   auto-resume: attempt 2 ended (step 0 re-run on 2 nodes, re-runs 1): GPU-XID-79 on n2: ...
+// "re-runs R" counts the job's step re-runs so far (they count against the resume cap with the
+// requeues), and stays on the line when a later requeue replaces it.
 // The admin comment may hold other lines (an admin's, another tool's): healthd replaces its own line
 // only, and keeps the others as they are.
 #pragma once
@@ -17,13 +21,20 @@ struct AttemptEnd {
   std::string code;           // fault code, e.g. GPU-XID-79
   std::string node;           // the node that found it
   std::string message;
+  std::optional<std::uint32_t> rerun_step;  // the step run again in the allocation (no requeue)
+  std::uint32_t rerun_nodes = 0;            // how many nodes that step needs
+  std::uint32_t reruns = 0;                 // the job's step re-runs so far, this one included
 };
 
 inline constexpr std::size_t kMaxCommentBytes = 240;
 
 inline std::string format_attempt_comment(const AttemptEnd& e) {
-  std::string c = "auto-resume: attempt " + std::to_string(e.attempt) + " ended: " + e.code + " on " + e.node + ": " +
-                  e.message;
+  std::string c = "auto-resume: attempt " + std::to_string(e.attempt) + " ended";
+  if (e.rerun_step)
+    c += " (step " + std::to_string(*e.rerun_step) + " re-run on " + std::to_string(e.rerun_nodes) + " nodes, re-runs " +
+         std::to_string(e.reruns) + ")";
+  else if (e.reruns > 0) c += " (re-runs " + std::to_string(e.reruns) + ")";
+  c += ": " + e.code + " on " + e.node + ": " + e.message;
   if (c.size() > kMaxCommentBytes) c = c.substr(0, kMaxCommentBytes - 3) + "...";
   return c;
 }
@@ -59,19 +70,51 @@ inline std::string auto_resume_line(const std::string& admin_comment) {
   return {};
 }
 
+namespace detail {
+inline std::optional<std::uint32_t> parse_u32(const std::string& s) {
+  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const unsigned long long v = std::stoull(s);
+  if (v > 0xffffffffULL) return std::nullopt;
+  return static_cast<std::uint32_t>(v);
+}
+}  // namespace detail
+
+// Read back strictly: the line is in a field an admin (or anyone with scontrol rights) may edit, and
+// the plugin acts on it (a re-run), so anything not in the exact form above is no line of ours.
 inline std::optional<AttemptEnd> parse_attempt_comment(const std::string& c) {
   const std::string head = "auto-resume: attempt ";
   if (c.rfind(head, 0) != 0) return std::nullopt;
   std::size_t pos = head.size();
-  std::size_t end = c.find(" ended: ", pos);
+  std::size_t end = c.find(" ended", pos);
   if (end == std::string::npos) return std::nullopt;
   AttemptEnd e;
-  try {
-    e.attempt = static_cast<std::uint32_t>(std::stoul(c.substr(pos, end - pos)));
-  } catch (...) {
-    return std::nullopt;
+  auto attempt = detail::parse_u32(c.substr(pos, end - pos));
+  if (!attempt) return std::nullopt;
+  e.attempt = *attempt;
+  pos = end + 6;
+  if (c.compare(pos, 2, " (") == 0) {
+    const std::size_t close = c.find("): ", pos);
+    if (close == std::string::npos) return std::nullopt;
+    std::string inner = c.substr(pos + 2, close - pos - 2);
+    const std::string step = "step ", rerun = " re-run on ", nodes = " nodes, ", reruns = "re-runs ";
+    if (inner.rfind(step, 0) == 0) {
+      const std::size_t r = inner.find(rerun);
+      const std::size_t n = inner.find(nodes);
+      if (r == std::string::npos || n == std::string::npos || n < r) return std::nullopt;
+      e.rerun_step = detail::parse_u32(inner.substr(step.size(), r - step.size()));
+      auto count = detail::parse_u32(inner.substr(r + rerun.size(), n - r - rerun.size()));
+      if (!e.rerun_step || !count) return std::nullopt;
+      e.rerun_nodes = *count;
+      inner = inner.substr(n + nodes.size());
+    }
+    if (inner.rfind(reruns, 0) != 0) return std::nullopt;
+    auto n = detail::parse_u32(inner.substr(reruns.size()));
+    if (!n) return std::nullopt;
+    e.reruns = *n;
+    pos = close + 1;
   }
-  pos = end + 8;
+  if (c.compare(pos, 2, ": ") != 0) return std::nullopt;
+  pos += 2;
   std::size_t on = c.find(" on ", pos);
   if (on == std::string::npos) return std::nullopt;
   e.code = c.substr(pos, on - pos);

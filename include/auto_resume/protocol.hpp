@@ -33,6 +33,8 @@ inline constexpr std::size_t kMaxReplyBytes = 16 * 1024 * 1024;
 inline constexpr std::uint32_t kBatchStep = 0xfffffffb;
 inline constexpr std::uint32_t kExternStep = 0xfffffffc;
 inline constexpr std::uint32_t kInteractiveStep = 0xfffffffa;
+// A step srun started (0, 1, ...), as opposed to the batch script, extern or interactive step.
+constexpr bool is_user_step(std::uint32_t step_id) { return step_id < kInteractiveStep; }
 inline constexpr std::uint32_t kFirstSpecialStepId = 0xfffffff0;  // ids from here on are pseudo steps
 
 inline std::string step_name(std::uint32_t step_id) {

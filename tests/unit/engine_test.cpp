@@ -30,6 +30,8 @@ class UnusedSlurm : public SlurmClient {
   SlurmResult<void> update_job(std::uint32_t, const JobUpdate&) override { return no(); }
   SlurmResult<void> cancel(std::uint32_t) override { return no(); }
   SlurmResult<void> signal_job(std::uint32_t, const std::string&) override { return no(); }
+  SlurmResult<std::vector<StepInfo>> job_steps(std::uint32_t) override { return no(); }
+  SlurmResult<void> kill_step(std::uint32_t, std::uint32_t) override { return no(); }
 };
 
 // A check that counts its runs; the first one waits until the test lets it go.

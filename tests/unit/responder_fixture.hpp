@@ -125,6 +125,20 @@ class FakeSlurm : public SlurmClient {
       jobs[id].priority = 1;
       calls.push_back("priority " + std::to_string(id) + " reset");
     }
+    if (u.nodes) {
+      // slurmctld only takes nodes out of a running job, never adds one.
+      std::string list;
+      for (const auto& n : *u.nodes) {
+        if (std::find(jobs[id].nodes.begin(), jobs[id].nodes.end(), n) == jobs[id].nodes.end())
+          return std::unexpected(SlurmError(SlurmError::Kind::refused, "Invalid node name specified"));
+        list += (list.empty() ? "" : ",") + n;
+      }
+      for (auto& [sid, step] : steps[id])  // the leaving nodes' tasks are killed; the step stays
+        std::erase_if(step.nodes, [&](const std::string& n) { return std::find(u.nodes->begin(), u.nodes->end(), n) == u.nodes->end(); });
+      jobs[id].nodes = *u.nodes;
+      jobs[id].node_list = list;
+      calls.push_back("shrink " + std::to_string(id) + " to " + list);
+    }
     if (u.begin) {
       calls.push_back("release " + std::to_string(id));
       begins[id] = *u.begin;
@@ -139,6 +153,23 @@ class FakeSlurm : public SlurmClient {
   SlurmResult<void> signal_job(std::uint32_t id, const std::string& sig) override {
     if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
     calls.push_back("signal " + std::to_string(id) + " " + sig);
+    return {};
+  }
+  std::map<std::uint32_t, std::map<std::uint32_t, StepInfo>> steps;  // by job, by step id
+  SlurmResult<std::vector<StepInfo>> job_steps(std::uint32_t id) override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    std::vector<StepInfo> out;
+    for (const auto& [sid, s] : steps[id]) out.push_back(s);
+    after();
+    return out;
+  }
+  SlurmResult<void> kill_step(std::uint32_t id, std::uint32_t step) override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    calls.push_back("kill step " + std::to_string(id) + "." + std::to_string(step));
+    if (!steps[id].erase(step)) return std::unexpected(SlurmError(SlurmError::Kind::gone, "Invalid job id specified"));
+    after();
     return {};
   }
   SlurmResult<void> cancel(std::uint32_t id) override {
