@@ -3,12 +3,21 @@
 //
 // Rules kept here: no exception crosses the C boundary (every hook catches everything); no hook ever
 // fails a job because of the daemon; every message starts with "auto-resume: ".
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +36,9 @@ extern "C" {
 #include "plugstack_args.hpp"
 #include "spank_handle.hpp"
 #include "step_reporter.hpp"
+#include "step_rerun.hpp"
+
+extern char** environ;
 
 extern "C" {
 // SPANK_PLUGIN(auto_resume, 1) spelled out, so the symbols get C linkage and default visibility.
@@ -62,6 +74,10 @@ struct PluginState {
   std::string node;
   std::string socket_path;
   std::unique_ptr<StepReporter> reporter;
+  // srun (local context): what a re-run of its step needs, kept from its start.
+  bool local_step_known = false;       // job_id and step_id hold this srun's step
+  std::vector<std::string> start_env;  // the environment srun started with, before srun changed it
+  std::vector<int> ignored_signals;    // the signals srun's parent left ignored (kept across the exec)
 };
 
 PluginState& state() {
@@ -245,21 +261,24 @@ std::uint32_t restart_count_from_env(const SpankHandle& h) {
 // it (the user's own --comment is never touched). Asked of
 // slurmctld once, from the batch script's task of a restarted job only (srun steps inherit the
 // variables from the script). The job has just been scheduled, so slurmctld is answering.
-void export_last_attempt(spank_t sp, std::uint32_t job_id) {
+// Answers the job's step re-runs so far (0 when unknown).
+std::uint32_t export_last_attempt(spank_t sp, std::uint32_t job_id) {
   job_info_msg_t* info = nullptr;
   if (slurm_load_job(&info, job_id, SHOW_DETAIL) != 0 || info == nullptr) {
     log_error("cannot read job " + std::to_string(job_id) + " from slurmctld; AUTO_RESUME_LAST_* are not set");
-    return;
+    return 0;
   }
   std::string admin_comment;
   if (info->record_count > 0 && info->job_array[0].admin_comment != nullptr)
     admin_comment = info->job_array[0].admin_comment;
   slurm_free_job_info_msg(info);
   auto last = ar::parse_attempt_comment(ar::auto_resume_line(admin_comment));
-  if (!last) return;  // requeued by someone else (an admin, Slurm itself): nothing of ours to pass on
+  if (!last) return 0;  // requeued by someone else (an admin, Slurm itself): nothing of ours to pass on
   spank_setenv(sp, "AUTO_RESUME_LAST_CODE", last->code.c_str(), 1);
   spank_setenv(sp, "AUTO_RESUME_LAST_NODE", last->node.c_str(), 1);
   spank_setenv(sp, "AUTO_RESUME_LAST_REASON", (last->code + " on " + last->node + ": " + last->message).c_str(), 1);
+  spank_setenv(sp, ar::plugin::kStepRerunsEnv, std::to_string(last->reruns).c_str(), 1);
+  return last->reruns;
 }
 
 // A job asked auto-resume but cannot be requeued (sbatch --no-requeue, JobRequeue=0 in slurm.conf
@@ -299,9 +318,14 @@ void prepare_task(spank_t sp) {
   SpankHandle h(sp);
   const std::uint32_t restart_count = restart_count_from_env(h);
   spank_setenv(sp, "AUTO_RESUME", s.auto_resume.value_or(false) ? "1" : "0", 1);
-  spank_setenv(sp, "AUTO_RESUME_ATTEMPT", std::to_string(restart_count + 1).c_str(), 1);
   export_checkpoint(sp);
-  if (restart_count > 0 && s.step_id == ar::proto::kBatchStep) export_last_attempt(sp, s.job_id);
+  // Step re-runs inside the allocation are attempts too: a re-run srun carries their number, and a
+  // restarted batch script reads it from healthd's line.
+  std::uint32_t reruns = 0;
+  if (auto env = h.job_env(ar::plugin::kStepRerunsEnv))
+    reruns = ar::plugin::parse_count(env->c_str()).value_or(0);
+  if (restart_count > 0 && s.step_id == ar::proto::kBatchStep) reruns = export_last_attempt(sp, s.job_id);
+  spank_setenv(sp, "AUTO_RESUME_ATTEMPT", std::to_string(restart_count + reruns + 1).c_str(), 1);
   if (restart_count == 0 && s.auto_resume.value_or(false) && (s.step_id == ar::proto::kBatchStep || s.step_id == 0) &&
       SpankHandle(sp).u32(S_TASK_ID).value_or(1) == 0)
     warn_if_not_requeueable(sp, s.job_id, s.step_id);
@@ -313,6 +337,80 @@ void prepare_task(spank_t sp) {
   auto msg = start_message(h, restart_count);
   if (auto r = ar::call(s.socket_path, ar::proto::to_json(ar::proto::Request{msg}), s.args.timeout); !r)
     log_error("healthd at " + s.socket_path + " not reachable for the restart count (" + r.error() + ")");
+}
+
+// srun, at its start (slurm_spank_init runs before srun reads its options or sets any variable):
+// what a re-run must start from.
+void remember_srun_start() {
+  auto& s = state();
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) s.start_env.emplace_back(*e);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) s.ignored_signals.push_back(sig);
+  }
+}
+
+std::string start_env_value(const std::string& name) {
+  const std::string prefix = name + "=";
+  for (const auto& e : state().start_env)
+    if (e.rfind(prefix, 0) == 0) return e.substr(prefix.size());
+  return {};
+}
+
+// srun, once its step has ended: when healthd took a faulty node out of the job and asked for this
+// step to run again (its line in the admin comment names this step), the same srun is run again, in
+// this process, on the nodes left. One slurmctld read per auto-resume srun of a batch script.
+void rerun_step_if_asked() {
+  auto& s = state();
+  if (!s.configured || !s.auto_resume.value_or(false) || !s.local_step_known) return;
+  if (!ar::proto::is_user_step(s.step_id) || start_env_value("ENVIRONMENT") != "BATCH") return;
+  job_info_msg_t* info = nullptr;
+  if (slurm_load_job(&info, s.job_id, SHOW_DETAIL) != 0 || info == nullptr) return;  // no answer: no re-run
+  std::string admin_comment, nodes;
+  std::uint32_t num_nodes = 0;
+  if (info->record_count > 0) {
+    const auto& j = info->job_array[0];
+    if (j.admin_comment != nullptr) admin_comment = j.admin_comment;
+    if (j.nodes != nullptr) nodes = j.nodes;
+    num_nodes = j.num_nodes;
+  }
+  slurm_free_job_info_msg(info);
+  const auto line = ar::parse_attempt_comment(ar::auto_resume_line(admin_comment));
+  const auto restart = ar::plugin::parse_count(start_env_value("SLURM_RESTART_COUNT").c_str()).value_or(0);
+  if (!ar::plugin::asks_rerun(line, s.step_id, restart) || nodes.empty()) return;
+
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  const auto argv = ar::plugin::split_cmdline(std::string(std::istreambuf_iterator<char>(cmdline), {}));
+  if (argv.empty()) {
+    log_error("cannot read this srun's command line; step " + std::to_string(s.step_id) + " is not run again");
+    return;
+  }
+  const auto env = ar::plugin::rerun_environment(s.start_env, *line, nodes, num_nodes);
+  const std::string say = std::string(kPrefix) + "step " + std::to_string(s.job_id) + "." + std::to_string(s.step_id) +
+                          " runs again on " + nodes + " (re-run " + std::to_string(line->reruns) + " of the job) after " +
+                          line->code + " on " + line->node + "\n";
+  (void)!write(STDERR_FILENO, say.data(), say.size());
+
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  // The new srun starts as this one did: output flushed, no signal blocked, ignored only what its
+  // parent ignored, and none of this srun's descriptors (sockets to the old step) but stdio.
+  std::fflush(nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    const bool ignored = std::find(s.ignored_signals.begin(), s.ignored_signals.end(), sig) != s.ignored_signals.end();
+    signal(sig, ignored ? SIG_IGN : SIG_DFL);
+  }
+  syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  execve("/proc/self/exe", cargv.data(), cenv.data());
+  log_error(std::string("cannot run srun again (") + std::strerror(errno) + "); step " + std::to_string(s.step_id) +
+            " is not run again");
 }
 
 }  // namespace
@@ -334,6 +432,7 @@ __attribute__((visibility("default"))) int slurm_spank_init(spank_t sp, int ac, 
     }
     for (auto* opt : {&auto_resume_option, &checkpoint_dir_option, &max_resumes_option, &heartbeat_option, &stall_option})
       if (spank_option_register(sp, opt) != ESPANK_SUCCESS) log_error(std::string("cannot register --") + opt->name);
+    if (spank_context() == S_CTX_LOCAL && s.configured) remember_srun_start();
   } catch (...) {
     slurm_error("auto-resume: init: unexpected error; the plugin is disabled");
     state().configured = false;
@@ -346,6 +445,25 @@ __attribute__((visibility("default"))) int slurm_spank_init_post_opt(spank_t sp,
     if (spank_context() == S_CTX_REMOTE && state().configured) start_step(sp);
   } catch (...) {
     slurm_error("auto-resume: step start: unexpected error");
+  }
+  return 0;
+}
+
+// srun, once it has its step: which step a re-run would repeat.
+__attribute__((visibility("default"))) int slurm_spank_local_user_init(spank_t sp, int, char**) {
+  try {
+    auto& s = state();
+    if (spank_context() != S_CTX_LOCAL || !s.configured) return 0;
+    SpankHandle h(sp);
+    auto job = h.u32(S_JOB_ID);
+    auto step = h.u32(S_JOB_STEPID);
+    if (job && step) {
+      s.job_id = *job;
+      s.step_id = *step;
+      s.local_step_known = true;
+    }
+  } catch (...) {
+    slurm_error("auto-resume: srun init: unexpected error");
   }
   return 0;
 }
@@ -380,6 +498,10 @@ __attribute__((visibility("default"))) int slurm_spank_task_exit(spank_t sp, int
 __attribute__((visibility("default"))) int slurm_spank_exit(spank_t, int, char**) {
   try {
     auto& s = state();
+    if (spank_context() == S_CTX_LOCAL) {
+      rerun_step_if_asked();
+      return 0;
+    }
     if (spank_context() != S_CTX_REMOTE || !s.reporter) return 0;
     ar::proto::StepEnd msg;
     msg.job_id = s.job_id;
