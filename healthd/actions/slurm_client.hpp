@@ -65,6 +65,7 @@ struct JobInfo {
   std::uint32_t user_id = 0;  // the job's owner (notices name them)
   bool batch = false;         // a batch job (sbatch): it has a batch script
   std::string batch_host;     // the node its batch script runs on; empty when none
+  bool heterogeneous = false;  // a component of a heterogeneous job (sbatch's ':' or --het-group)
   std::string partition;      // where it runs (a running job has one)
   std::vector<std::string> nodes;  // node_list, expanded
 };

@@ -88,6 +88,7 @@ JobInfo to_job_info(const slurm_job_info_t& job) {
   j.submit_time = std::chrono::system_clock::from_time_t(job.submit_time);
   j.batch = job.batch_flag != 0;
   j.batch_host = text(job.batch_host);
+  j.heterogeneous = job.het_job_id != 0 && job.het_job_id != NO_VAL;
   j.partition = text(job.partition);
   j.nodes = expand_hostlist(j.node_list);
   return j;

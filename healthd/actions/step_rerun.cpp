@@ -53,6 +53,7 @@ std::expected<std::optional<std::string>, std::string> SlurmActions::rerun_step(
   using Why = std::optional<std::string>;
   if (!e.rerun_step || !policy_.step_rerun) return Why(std::string());
   if (!job.batch) return Why("not a batch job: a step is re-run only by the srun of a batch script");
+  if (job.heterogeneous) return Why("a heterogeneous job: its components' steps are not re-run one by one");
   if (job.state != "RUNNING") return Why("the job is " + job.state);
   if (job.batch_host == node_) return Why("its batch script runs on " + node_ + ", which cannot leave the job");
   const std::uint32_t step = *e.rerun_step;

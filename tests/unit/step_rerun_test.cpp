@@ -56,6 +56,16 @@ TEST(StepRerun, TheBatchScriptsNodeCannotLeaveSoTheJobIsRequeued) {
   EXPECT_NE(f.slurm.jobs[7].admin_comment.find("attempt 1 ended: GPU-XID-79 on n2"), std::string::npos);
 }
 
+TEST(StepRerun, AHeterogeneousJobIsRequeuedAsBefore) {
+  Fixture f;
+  three_node_job(f);
+  f.slurm.jobs[7].heterogeneous = true;
+  f.sweep(true, kStepHere);
+  f.sweep(true, kStepHere);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.count("kill step 7.0"), 0);
+}
+
 TEST(StepRerun, TooFewNodesLeftForTheStepRequeuesTheJob) {
   Fixture f;
   three_node_job(f);
@@ -126,4 +136,46 @@ TEST(StepRerun, AJobRequeuedAfterReRunsCountsThemInItsAttempt) {
   f.sweep(true, step1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
   EXPECT_EQ(f.slurm.jobs[7].admin_comment, "auto-resume: attempt 2 ended (re-runs 1): GPU-XID-79 on n2: fallen off the bus");
+}
+
+// healthd killed before or after any Slurm call of a re-run: the restarted daemon (journal read back)
+// finishes it once: the line written once, the node out of the job, the step killed, no requeue.
+TEST(StepRerunUnderKills, EveryKillPointEndsInOneRerunAndNoRequeue) {
+  int points = 0;
+  {
+    Fixture f;
+    three_node_job(f);
+    f.sweep(true, kStepHere);
+    f.sweep(true, kStepHere);
+    points = f.slurm.call_no;
+  }
+  ASSERT_GT(points, 3);
+  for (int kill_at = 1; kill_at <= points; ++kill_at)
+    for (bool after : {false, true}) {
+      SCOPED_TRACE("killed " + std::string(after ? "after" : "before") + " Slurm call " + std::to_string(kill_at));
+      Fixture f;
+      three_node_job(f);
+      f.slurm.kill_at = kill_at;
+      f.slurm.kill_after = after;
+      try {
+        f.sweep(true, kStepHere);
+        f.sweep(true, kStepHere);
+      } catch (const Killed&) {
+      }
+      f.slurm.kill_at = 0;
+      Journal journal(f.dir / "journal.json");
+      ASSERT_TRUE(journal.load());
+      Responder restarted("n2", f.policy, f.slurm, journal, f.timeline);
+      for (int i = 0; i < 10; ++i) {
+        restarted.on_sweep({kernel_log_result(true)}, kStepHere, std::nullopt, f.now);
+        restarted.run_due(f.now);
+        f.now += 1s;
+      }
+      EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+      EXPECT_EQ(f.slurm.count("comment 7"), 1);
+      EXPECT_EQ(f.slurm.jobs[7].nodes, (std::vector<std::string>{"n1", "n3"}));
+      EXPECT_TRUE(f.slurm.steps[7].empty()) << "the step was killed";
+      EXPECT_EQ(f.slurm.jobs[7].admin_comment,
+                "auto-resume: attempt 1 ended (step 0 re-run on 2 nodes, re-runs 1): GPU-XID-79 on n2: fallen off the bus");
+    }
 }
