@@ -3,7 +3,7 @@
 # measured in the same run and the target it is held to. Builds the release preset first if needed.
 #
 # usage: bench/run.sh [options]
-#   --only LIST          comma-separated subset of: recovery,slurm,plugin,checks,footprint,protocol (default: all)
+#   --only LIST          comma-separated subset of: recovery,step_rerun,slurm,plugin,checks,footprint,protocol (default: all)
 #   --runs N             recovery runs per variant and scheduler setting (default 10)
 #   --baseline-runs N    plain-requeue baseline runs, ~2 min each (default 1; 0 skips it)
 #   --plugin-rounds N    plugin-cost rounds (default 3), --plugin-reps N runs per setup per round (default 10)
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 
-only=recovery,slurm,plugin,checks,footprint,protocol
+only=recovery,step_rerun,slurm,plugin,checks,footprint,protocol
 build=1 write=0 note="" prefix=/tmp/arb quick=0
 cmdline="bench/run.sh${*:+ $(printf '%q ' "$@" | sed 's/ $//')}"
 while [ $# -gt 0 ]; do
@@ -62,11 +62,11 @@ export BENCH_RESULTS
 BENCH_RESULTS=$(mktemp /tmp/ar-bench-results.XXXXXX)
 started=$(date -u +%FT%TZ)
 failed=()
-declare -A script=([recovery]=recovery.sh [slurm]=slurm_calls.sh [plugin]=plugin_cost.sh [checks]=check_cost.sh [footprint]=footprint.sh [protocol]=protocol.sh)
-declare -A workdir=([recovery]=rec [slurm]=calls [plugin]=plug [checks]=checks [footprint]=foot [protocol]=proto)
+declare -A script=([recovery]=recovery.sh [step_rerun]=step_rerun.sh [slurm]=slurm_calls.sh [plugin]=plugin_cost.sh [checks]=check_cost.sh [footprint]=footprint.sh [protocol]=protocol.sh)
+declare -A workdir=([recovery]=rec [step_rerun]=sr [slurm]=calls [plugin]=plug [checks]=checks [footprint]=foot [protocol]=proto)
 IFS=, read -r -a picked <<<"$only"
 for b in "${picked[@]}"; do
-  [ -n "${script[$b]:-}" ] || bench_die "unknown benchmark '$b' (recovery,slurm,plugin,checks,footprint,protocol)"
+  [ -n "${script[$b]:-}" ] || bench_die "unknown benchmark '$b' (recovery,step_rerun,slurm,plugin,checks,footprint,protocol)"
 done
 for b in "${picked[@]}"; do
   bench_say "benchmark: $b (bench/${script[$b]})"
