@@ -222,3 +222,44 @@ machine_info() {
   echo "- Slurm: $(slurmd -V 2>/dev/null || echo 'not installed')"
   echo "- load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+# fault_cluster_prepare DIR: the 3-node fault cluster of recovery.sh and step_rerun.sh: an empty kernel
+# log per node and a healthd.toml that brings a drained node back quickly for the next run
+# (check_interval_s = 1, hold_s = 2, recovery_passes = 1) and never keeps one out for flapping
+# (flap_max_faults). None of them is on a measured path.
+fault_cluster_prepare() {
+  local dir=$1 node
+  mkdir -p "$dir"
+  rm -rf "$dir/host" "$dir/work" "$dir/etc/healthd.toml"
+  for node in n1 n2 n3; do mkdir -p "$dir/host/$node/var/log" && : >"$dir/host/$node/var/log/kern.log"; done
+  mkdir -p "$dir/work"
+  cat >"$dir/healthd.toml" <<TOML
+[daemon]
+host_root = "$dir/host/%n"
+[policy]
+check_interval_s = 1
+recovery_passes = 1
+flap_max_faults = 1000
+max_drained_share = 0.7
+[checks.kernel_log]
+path = "/var/log/kern.log"
+hold_s = 2
+TOML
+  export AR_PLUGIN=$PLUGIN AR_HEALTHD=$HEALTHD AR_HEALTHD_CONFIG=$dir/healthd.toml
+}
+
+# fault_cluster_start DIR SCHED WHAT: (re)starts that cluster with scheduler settings SCHED ("tuned":
+# the test cluster's; "stock": no SchedulerParameters line; else a SchedulerParameters value).
+fault_cluster_start() {
+  cluster_down "$1"
+  rm -f "$1/etc/healthd.toml"
+  case $2 in
+    tuned) unset AR_SCHED_PARAMS ;;
+    *) export AR_SCHED_PARAMS=$2 ;;
+  esac
+  bench_say "$3: starting a 3-node cluster in $1 ($2 scheduler settings)"
+  cluster_up "$1" || bench_die "the cluster did not start"
+  scontrol show config | grep -E '^SchedulerParameters' | sed 's/^/  /'
+}
+
+xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }

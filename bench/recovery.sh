@@ -33,39 +33,11 @@ baseline_runs=${BENCH_BASELINE_RUNS:-1}
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
 
-mkdir -p "$dir"
-rm -rf "$dir/host" "$dir/work" "$dir/etc/healthd.toml"
-for node in n1 n2 n3; do mkdir -p "$dir/host/$node/var/log" && : >"$dir/host/$node/var/log/kern.log"; done
-mkdir -p "$dir/work"
-cat >"$dir/healthd.toml" <<TOML
-[daemon]
-host_root = "$dir/host/%n"
-[policy]
-check_interval_s = 1
-recovery_passes = 1
-flap_max_faults = 1000
-max_drained_share = 0.7
-[checks.kernel_log]
-path = "/var/log/kern.log"
-hold_s = 2
-TOML
-export AR_PLUGIN=$PLUGIN AR_HEALTHD=$HEALTHD AR_HEALTHD_CONFIG=$dir/healthd.toml
+fault_cluster_prepare "$dir"
 trap 'cluster_down "$dir"' EXIT
 
 # start_cluster SCHED: (re)starts the cluster with those scheduler settings.
-start_cluster() {
-  cluster_down "$dir"
-  rm -f "$dir/etc/healthd.toml"
-  case $1 in
-    tuned) unset AR_SCHED_PARAMS ;;
-    *) export AR_SCHED_PARAMS=$1 ;;  # "stock", or a SchedulerParameters value of its own
-  esac
-  bench_say "recovery: starting a 3-node cluster in $dir ($1 scheduler settings)"
-  cluster_up "$dir" || bench_die "the cluster did not start"
-  scontrol show config | grep -E '^SchedulerParameters' | sed 's/^/  /'
-}
-
-xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }
+start_cluster() { fault_cluster_start "$dir" "$1" "recovery"; }
 hctl() { "$HEALTHCTL" --socket "$dir/run/healthd-$1.sock" "${@:2}"; }
 
 # submit KIND FLAGS...: a 2-node job whose step hangs or waits to fail; a restarted attempt just sleeps.

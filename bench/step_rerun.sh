@@ -20,37 +20,11 @@ scheds=${BENCH_SCHED:-tuned stock}
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
 
-mkdir -p "$dir"
-rm -rf "$dir/host" "$dir/work" "$dir/etc/healthd.toml"
-for node in n1 n2 n3; do mkdir -p "$dir/host/$node/var/log" && : >"$dir/host/$node/var/log/kern.log"; done
-mkdir -p "$dir/work"
-cat >"$dir/healthd.toml" <<TOML
-[daemon]
-host_root = "$dir/host/%n"
-[policy]
-check_interval_s = 1
-recovery_passes = 1
-flap_max_faults = 1000
-max_drained_share = 0.7
-[checks.kernel_log]
-path = "/var/log/kern.log"
-hold_s = 2
-TOML
-export AR_PLUGIN=$PLUGIN AR_HEALTHD=$HEALTHD AR_HEALTHD_CONFIG=$dir/healthd.toml
+fault_cluster_prepare "$dir"
 trap 'cluster_down "$dir"' EXIT
 
-start_cluster() {
-  cluster_down "$dir"
-  rm -f "$dir/etc/healthd.toml"
-  case $1 in
-    tuned) unset AR_SCHED_PARAMS ;;
-    *) export AR_SCHED_PARAMS=$1 ;;
-  esac
-  bench_say "step re-run: starting a 3-node cluster in $dir ($1 scheduler settings)"
-  cluster_up "$dir" || bench_die "the cluster did not start"
-}
-
-xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }
+# Job ids start again at 1 on each new cluster: the markers of the last one go first.
+start_cluster() { rm -f "$dir"/work/run-*; fault_cluster_start "$dir" "$1" "step re-run"; }
 batch_host() { job_field "$1" BatchHost; }
 # markers JOB RESTART STEP: how many tasks of that step have started
 markers() { find "$dir/work" -name "run-$1-$2-$3-*" 2>/dev/null | wc -l; }
