@@ -154,8 +154,10 @@ reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
   victim=$(job_nodes "$job" | tail -1)
   local reboots
   reboots=$(grep -c "is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log" 2>/dev/null || true)
+  local start0
+  start0=$(job_start "$job")
   set_nvml "$victim" '{"devices": [{}, {"remap": {"pending": true}}]}'
-  wait_until 30 job_running_attempt "$job" 1
+  wait_until 30 job_started_again "$job" 1 "$start0"
   job_not_on "$job" "$victim"
   # The reset ran once, on GPU 1 by NVML's bus id, after the job had left; it cured the scenario.
   wait_until 30 bash -c "grep -q '00000000:28:00.0 cure' '${AR_CLUSTER_DIR}/host/$victim/gpu-reset.log'"

@@ -67,6 +67,7 @@ node_idle() {
   st=$(node_state "$1")
   [ "$st" = idle ] || { [ "$st" = mixed ] && [ -z "$(squeue -h -w "$1" -o %i 2>/dev/null)" ]; }
 }
+batch_node() { scontrol show job "$1" -o | grep -o ' BatchHost=[^ ]*' | cut -d= -f2; }
 job_restarts() { scontrol show job "$1" -o | grep -o ' Restarts=[0-9]*' | head -1 | cut -d= -f2; }
 job_nodes() { scontrol show hostnames "$(scontrol show job "$1" -o | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)"; }
 # healthd's line in the job's admin comment (AdminComment=, its own line of scontrol's long form).
@@ -77,6 +78,10 @@ job_priority() { squeue -h -t all -j "$1" -o '%Q'; }
 # job_not_on JOB NODE: the job's allocation does not include NODE. A function, because a bare
 # "! cmd" line never fails a bats test (errexit ignores negated commands).
 job_not_on() { ! job_nodes "$1" | grep -qx "$2"; }
+job_start() { scontrol show job "$1" -o | grep -o ' StartTime=[^ ]*' | head -1 | cut -d= -f2; }
+# job_started_again JOB N START: running attempt N, started after START (the attempt before's StartTime):
+# not slurmctld's view of a job just requeued, which has shown Restarts=N beside the old attempt's nodes.
+job_started_again() { job_running_attempt "$1" "$2" && [ "$(job_start "$1")" != "$3" ]; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
 
 # Extra seconds a node may take to leave COMPLETING after its job ends: Slurm 22.05 has been seen to

@@ -13,7 +13,6 @@ setup() {
 
 teardown() { reset_cluster; }
 
-batch_node() { scontrol show job "$1" -o | grep -o ' BatchHost=[^ ]*' | cut -d= -f2; }
 
 @test "a job whose heartbeat moves is never taken for stalled" {
   local job

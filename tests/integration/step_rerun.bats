@@ -13,7 +13,6 @@ setup() {
 
 teardown() { reset_cluster; }
 
-batch_node() { scontrol show job "$1" -o | grep -o ' BatchHost=[^ ]*' | cut -d= -f2; }
 # lines_at_least N PATTERN: the job's output has N lines matching PATTERN (a function, so that
 # wait_until reads the file at every try).
 lines_at_least() { [ "$(grep -c -- "$2" "$WORK/job.out" 2>/dev/null)" -ge "$1" ]; }
