@@ -377,7 +377,7 @@ void rerun_step_if_asked() {
   slurm_free_job_info_msg(info);
   const auto line = ar::parse_attempt_comment(ar::auto_resume_line(admin_comment));
   const auto restart = ar::plugin::parse_count(start_env_value("SLURM_RESTART_COUNT").c_str()).value_or(0);
-  if (!ar::plugin::asks_rerun(line, s.step_id, restart) || nodes.empty()) return;
+  if (!ar::asks_step_rerun(line, s.step_id, restart) || nodes.empty()) return;
 
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   const auto argv = ar::plugin::split_cmdline(std::string(std::istreambuf_iterator<char>(cmdline), {}));

@@ -16,11 +16,6 @@ void set(std::vector<std::string>& env, std::string_view name, const std::string
 
 }  // namespace
 
-bool asks_rerun(const std::optional<AttemptEnd>& line, std::uint32_t step_id, std::uint32_t restart_count) {
-  return line && line->rerun_step && *line->rerun_step == step_id && line->reruns > 0 &&
-         line->attempt == restart_count + line->reruns;
-}
-
 std::vector<std::string> rerun_environment(std::vector<std::string> env, const AttemptEnd& line,
                                            const std::string& node_list, std::uint32_t num_nodes) {
   const std::string count = std::to_string(num_nodes);

@@ -17,11 +17,6 @@ namespace ar::plugin {
 // The job's step re-runs so far, handed from a re-run srun to its tasks (AUTO_RESUME_ATTEMPT counts them).
 inline constexpr const char* kStepRerunsEnv = "AUTO_RESUME_STEP_RERUNS";
 
-// Whether healthd's `line` asks the srun of step `step_id`, in attempt `restart_count` of its job
-// (SLURM_RESTART_COUNT), to run its step again. A line of an earlier attempt or of another step
-// never does.
-bool asks_rerun(const std::optional<AttemptEnd>& line, std::uint32_t step_id, std::uint32_t restart_count);
-
 // The environment the re-run starts with: `env` (this srun's at its start, "NAME=value" each) with
 // the job's node list and count set to what is left of the allocation (srun reads SLURM_NNODES as
 // its -N, and warns when SLURM_JOB_NUM_NODES disagrees with the allocation), and why the last

@@ -301,10 +301,8 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
   // requeues; a re-run another node made for this same failure is not a resume of its own.
   const std::uint32_t cap = std::min(policy_.max_resumes, e.cap.value_or(policy_.max_resumes));
   const std::uint32_t reruns = step_reruns_so_far(job);
-  const bool rerun_elsewhere = e.rerun_step && reruns > 0 && [&] {
-    auto last = parse_attempt_comment(auto_resume_line(job.admin_comment));
-    return last && last->rerun_step == e.rerun_step && last->attempt == job.restart_count + last->reruns;
-  }();
+  const bool rerun_elsewhere =
+      e.rerun_step && asks_step_rerun(parse_attempt_comment(auto_resume_line(job.admin_comment)), *e.rerun_step, job.restart_count);
   if (e.restart_count + reruns >= cap && !rerun_elsewhere) {
     std::string why = "auto-resume: not resumed: the cap of " + std::to_string(cap) +
                       " resumes is reached (last failure: " + e.code + " on " + node_ + ")";

@@ -36,8 +36,8 @@ std::string joined(const std::vector<std::string>& names) {
 // of this attempt, if any.
 std::optional<AttemptEnd> rerun_line(const JournalEntry& e, const JobInfo& job) {
   auto last = parse_attempt_comment(auto_resume_line(job.admin_comment));
-  if (!last || !last->rerun_step || last->rerun_step != e.rerun_step) return std::nullopt;
-  if (job.restart_count != e.restart_count || last->attempt != job.restart_count + last->reruns) return std::nullopt;
+  if (!e.rerun_step || job.restart_count != e.restart_count || !asks_step_rerun(last, *e.rerun_step, job.restart_count))
+    return std::nullopt;
   return last;
 }
 

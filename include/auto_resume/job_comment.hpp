@@ -126,4 +126,12 @@ inline std::optional<AttemptEnd> parse_attempt_comment(const std::string& c) {
   return e;
 }
 
+// Whether healthd's `line` asks step `step_id`, in attempt `restart_count` of its job (Slurm's restart
+// count), to run again inside the allocation. A line of an earlier attempt or of another step never
+// does. The srun of the step reads it to re-run (plugin/step_rerun), healthd to leave a re-run alone.
+inline bool asks_step_rerun(const std::optional<AttemptEnd>& line, std::uint32_t step_id, std::uint32_t restart_count) {
+  return line && line->rerun_step && *line->rerun_step == step_id && line->reruns > 0 &&
+         line->attempt == restart_count + line->reruns;
+}
+
 }  // namespace ar

@@ -62,13 +62,13 @@ TEST(StepRerunComment, MalformedCountsAreRefusedNotGuessed) {
 }
 
 TEST(StepRerunPlan, OnlyTheLineOfThisStepAndThisAttemptAsksForARerun) {
-  EXPECT_TRUE(asks_rerun(rerun_line(1, 0, 1), 0, 0));
-  EXPECT_TRUE(asks_rerun(rerun_line(3, 2, 2), 2, 1));  // after one requeue and a second re-run
-  EXPECT_FALSE(asks_rerun(rerun_line(1, 0, 1), 1, 0)) << "another step's re-run";
-  EXPECT_FALSE(asks_rerun(rerun_line(1, 0, 1), 0, 1)) << "a line of the attempt before a requeue";
-  EXPECT_FALSE(asks_rerun(std::nullopt, 0, 0));
-  EXPECT_FALSE(asks_rerun(AttemptEnd{1, "GPU-XID-48", "n2", "m"}, 0, 0)) << "a requeue's line";
-  EXPECT_FALSE(asks_rerun(rerun_line(1, 0, 0), 0, 1)) << "no re-run counted";
+  EXPECT_TRUE(ar::asks_step_rerun(rerun_line(1, 0, 1), 0, 0));
+  EXPECT_TRUE(ar::asks_step_rerun(rerun_line(3, 2, 2), 2, 1));  // after one requeue and a second re-run
+  EXPECT_FALSE(ar::asks_step_rerun(rerun_line(1, 0, 1), 1, 0)) << "another step's re-run";
+  EXPECT_FALSE(ar::asks_step_rerun(rerun_line(1, 0, 1), 0, 1)) << "a line of the attempt before a requeue";
+  EXPECT_FALSE(ar::asks_step_rerun(std::nullopt, 0, 0));
+  EXPECT_FALSE(ar::asks_step_rerun(AttemptEnd{1, "GPU-XID-48", "n2", "m"}, 0, 0)) << "a requeue's line";
+  EXPECT_FALSE(ar::asks_step_rerun(rerun_line(1, 0, 0), 0, 1)) << "no re-run counted";
 }
 
 TEST(StepRerunPlan, TheRerunEnvironmentNamesTheNodesLeftAndWhyTheLastAttemptEnded) {
