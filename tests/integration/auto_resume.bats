@@ -36,7 +36,7 @@ second_node() { job_nodes "$1" | tail -1; }
   t0=$(date +%s.%N)
   inject_fault "$victim" "$(xid48)"
   # The step is hung on the dead GPU in real life: nothing exits, healthd acts on the event.
-  wait_until 30 job_running_attempt "$job" 1
+  wait_until 30 job_running_again "$job" 1 "$victim"
   t1=$(date +%s.%N)
   echo "fault to running again: $(echo "$t1 - $t0" | bc) s" >&3
   [ "$(echo "$t1 - $t0 < 15" | bc)" = 1 ]

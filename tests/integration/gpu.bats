@@ -59,7 +59,7 @@ submit_hung_job() {
   sleep 1
   t0=$(date +%s.%N)
   set_nvml "$victim" '{"devices": [{}, {}], "events": [{"id": 1, "gpu": 1, "type": "xid", "xid": 79}]}'
-  wait_until 30 job_running_attempt "$job" 1
+  wait_until 30 job_running_again "$job" 1 "$victim"
   t1=$(date +%s.%N)
   echo "XID 79 to running again: $(echo "$t1 - $t0" | bc) s" >&3
   job_not_on "$job" "$victim"

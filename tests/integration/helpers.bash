@@ -83,6 +83,14 @@ job_start() { scontrol show job "$1" -o | grep -o ' StartTime=[^ ]*' | head -1 |
 # not slurmctld's view of a job just requeued, which has shown Restarts=N beside the old attempt's nodes.
 job_started_again() { job_running_attempt "$1" "$2" && [ "$(job_start "$1")" != "$3" ]; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
+# job_running_again JOB N NODE...: running attempt N on none of NODE. What a test waits for after a
+# fault on NODE: slurmctld has shown a job just requeued as RUNNING with Restarts=N beside the old
+# attempt's nodes for a moment, so "running attempt N" alone, then "not on NODE", races it.
+job_running_again() {
+  local job=$1 attempt=$2 node; shift 2
+  job_running_attempt "$job" "$attempt" || return 1
+  for node in "$@"; do job_not_on "$job" "$node" || return 1; done
+}
 
 # Extra seconds a node may take to leave COMPLETING after its job ends: Slurm 22.05 has been seen to
 # keep a job's batch node allocated for 60 s when the job was cancelled within a moment of being

@@ -55,7 +55,7 @@ start_two_node_job() {
   VICTIM=$(second_node "$JOB")
 }
 requeued_off_victim() {
-  wait_until 30 job_running_attempt "$JOB" 1
+  wait_until 30 job_running_again "$JOB" 1 "$VICTIM"
   drained "$VICTIM"
   [ "$(node_reason "$VICTIM")" = "$1" ]
   job_not_on "$JOB" "$VICTIM"
@@ -105,7 +105,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
 @test "a Neuron uncorrectable ECC error under a running auto-resume job: drain, requeue, running again; replacement requested, held until an admin resumes it" {
   start_two_node_job
   neuron_counter "$VICTIM" neuron1 mem_ecc_uncorrected 1
-  wait_until 30 job_running_attempt "$JOB" 1
+  wait_until 30 job_running_again "$JOB" 1 "$VICTIM"
   drained "$VICTIM"
   job_not_on "$JOB" "$VICTIM"
   [ "$(job_restarts "$JOB")" = 1 ]
@@ -124,7 +124,7 @@ area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
 @test "an uncorrectable host memory error (EDAC) under a running auto-resume job: drain naming the DIMM, requeue; back when reset" {
   start_two_node_job
   edac_ue "$VICTIM" 1
-  wait_until 30 job_running_attempt "$JOB" 1
+  wait_until 30 job_running_again "$JOB" 1 "$VICTIM"
   drained "$VICTIM"
   [[ "$(node_reason "$VICTIM")" == "healthd: EDAC-UE: mc0: "*"CPU_SrcID#0_MC#0_Chan#1_DIMM#0"* ]]
   job_not_on "$JOB" "$VICTIM"
@@ -173,7 +173,7 @@ explained_not_requeued() { healthctl_on "$1" explain "$2" | grep -q "not requeue
   wait_until 60 job_running_attempt "$first" 0
   victim=$(second_node "$first")
   efa_port_state "$victim" rdmap32s27 "1: DOWN"
-  wait_until 30 job_running_attempt "$first" 1
+  wait_until 30 job_running_again "$first" 1 "$victim"
   drained "$victim"
   scancel "$first"
   wait_until 60 bash -c '[ -z "$(squeue -h)" ]'

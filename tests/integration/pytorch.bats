@@ -60,7 +60,7 @@ result_params() { sed -n 's/^train: done .* params=\(\[.*\]\) result=OK$/\1/p' "
   wait_until 120 checkpoints_at_least 2
   victim=$(second_node "$job")
   inject_fault "$victim" "$(xid48)"
-  wait_until 60 job_running_attempt "$job" 1
+  wait_until 60 job_running_again "$job" 1 "$victim"
   [[ "$(node_state "$victim")" == drain* ]]
   job_not_on "$job" "$victim"
   wait_until 180 job_finished "$job"

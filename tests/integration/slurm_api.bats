@@ -36,7 +36,7 @@ as_other_user() { runuser -u nobody -- sbatch --parsable -o /dev/null "$@" | cut
   scontrol update nodename="$victim" state=drain reason="bad disk State=IDLE see ticket"
   [[ "$(node_state "$victim")" == *drain* ]]
   inject_fault "$victim" "$(xid48)"
-  wait_until 30 job_running_attempt "$job" 1
+  wait_until 30 job_running_again "$job" 1 "$victim"
   job_not_on "$job" "$victim"
   # requeued once, and the admin's reason was not replaced: the drain was theirs
   sleep 3
