@@ -223,29 +223,30 @@ machine_info() {
   echo "- load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
-# fault_cluster_prepare DIR: the 3-node fault cluster of recovery.sh and step_rerun.sh: an empty kernel
-# log per node and a healthd.toml that brings a drained node back quickly for the next run
+# fault_cluster_prepare DIR [NODES [CHECK_INTERVAL_S [MAX_DRAINED_SHARE]]]: the fault cluster of
+# recovery.sh and step_rerun.sh (3 nodes) and scale.sh (NODES, exported as AR_NODES for cluster.sh): an
+# empty kernel log per node and a healthd.toml that brings a drained node back quickly for the next run
 # (check_interval_s = 1, hold_s = 2, recovery_passes = 1) and never keeps one out for flapping
 # (flap_max_faults). None of them is on a measured path.
 fault_cluster_prepare() {
-  local dir=$1 node
+  local dir=$1 nodes=${2:-3} interval=${3:-1} share=${4:-0.7} i
   mkdir -p "$dir"
   rm -rf "$dir/host" "$dir/work" "$dir/etc/healthd.toml"
-  for node in n1 n2 n3; do mkdir -p "$dir/host/$node/var/log" && : >"$dir/host/$node/var/log/kern.log"; done
+  for ((i = 1; i <= nodes; i++)); do mkdir -p "$dir/host/n$i/var/log" && : >"$dir/host/n$i/var/log/kern.log"; done
   mkdir -p "$dir/work"
   cat >"$dir/healthd.toml" <<TOML
 [daemon]
 host_root = "$dir/host/%n"
 [policy]
-check_interval_s = 1
+check_interval_s = $interval
 recovery_passes = 1
 flap_max_faults = 1000
-max_drained_share = 0.7
+max_drained_share = $share
 [checks.kernel_log]
 path = "/var/log/kern.log"
 hold_s = 2
 TOML
-  export AR_PLUGIN=$PLUGIN AR_HEALTHD=$HEALTHD AR_HEALTHD_CONFIG=$dir/healthd.toml
+  export AR_PLUGIN=$PLUGIN AR_HEALTHD=$HEALTHD AR_HEALTHD_CONFIG=$dir/healthd.toml AR_NODES=$nodes
 }
 
 # fault_cluster_start DIR SCHED WHAT: (re)starts that cluster with scheduler settings SCHED ("tuned":
@@ -257,7 +258,7 @@ fault_cluster_start() {
     tuned) unset AR_SCHED_PARAMS ;;
     *) export AR_SCHED_PARAMS=$2 ;;
   esac
-  bench_say "$3: starting a 3-node cluster in $1 ($2 scheduler settings)"
+  bench_say "$3: starting a ${AR_NODES:-3}-node cluster in $1 ($2 scheduler settings)"
   cluster_up "$1" || bench_die "the cluster did not start"
   scontrol show config | grep -E '^SchedulerParameters' | sed 's/^/  /'
 }
