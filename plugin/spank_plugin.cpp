@@ -254,6 +254,11 @@ std::uint32_t restart_count_from_env(const SpankHandle& h) {
   return 0;
 }
 
+// How the plugin reads its own job. SHOW_LOCAL: this cluster's record only, which is where a job
+// running here lives; without it libslurm first asks slurmctld for the federation (REQUEST_FED_INFO),
+// one more RPC for every auto-resume srun of a batch script (bench/scale.sh, churn).
+constexpr std::uint16_t kJobRead = SHOW_DETAIL | SHOW_LOCAL;
+
 // In the task, just before exec: the batch step's environment only now holds SLURM_RESTART_COUNT
 // (Slurm 22.05 leaves S_SLURM_RESTART_COUNT at 0 and adds the variable late). So the variables the
 // training code reads are set here, and a batch step reported with a stale count is corrected.
@@ -264,7 +269,7 @@ std::uint32_t restart_count_from_env(const SpankHandle& h) {
 // Answers the job's step re-runs so far (0 when unknown).
 std::uint32_t export_last_attempt(spank_t sp, std::uint32_t job_id) {
   job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, job_id, SHOW_DETAIL) != 0 || info == nullptr) {
+  if (slurm_load_job(&info, job_id, kJobRead) != 0 || info == nullptr) {
     log_error("cannot read job " + std::to_string(job_id) + " from slurmctld; AUTO_RESUME_LAST_* are not set");
     return 0;
   }
@@ -293,7 +298,7 @@ void warn_if_not_requeueable(spank_t sp, std::uint32_t job_id, std::uint32_t ste
       std::string(env) == "BATCH")
     return;
   job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, job_id, SHOW_DETAIL) != 0 || info == nullptr) return;  // no answer: no claim
+  if (slurm_load_job(&info, job_id, kJobRead) != 0 || info == nullptr) return;  // no answer: no claim
   std::string why;
   bool batch = true;
   if (info->record_count > 0) {
@@ -365,7 +370,7 @@ void rerun_step_if_asked() {
   if (!s.configured || !s.auto_resume.value_or(false) || !s.local_step_known) return;
   if (!ar::proto::is_user_step(s.step_id) || start_env_value("ENVIRONMENT") != "BATCH") return;
   job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, s.job_id, SHOW_DETAIL) != 0 || info == nullptr) return;  // no answer: no re-run
+  if (slurm_load_job(&info, s.job_id, kJobRead) != 0 || info == nullptr) return;  // no answer: no re-run
   std::string admin_comment, nodes;
   std::uint32_t num_nodes = 0;
   if (info->record_count > 0) {
