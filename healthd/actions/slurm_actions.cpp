@@ -119,7 +119,9 @@ std::optional<WallTime> SlurmActions::next_due() const {
 bool SlurmActions::slurm_ready(WallTime now) {
   if (slurm_ready_) return true;
   if (now < next_slurm_check_) return false;
-  next_slurm_check_ = now + kSlurmCheckEvery;
+  // Every 5 s or a little sooner: daemons started together (a fleet-wide restart) while slurmctld is
+  // away do not ask it all at once, every time, when it comes back.
+  next_slurm_check_ = now + backoff_delay(1, kSlurmCheckEvery, kSlurmCheckEvery, slurm_check_rng_);
   auto info = slurm_.node(node_);
   if (info) {
     slurm_ready_ = true;

@@ -33,6 +33,7 @@
 #include "actions/process.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
+#include "runtime/backoff.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
 #include "telemetry/notice.hpp"
@@ -194,6 +195,7 @@ class SlurmActions {
   bool slurm_ready_ = false;
   std::string slurm_problem_;  // why not ready, for the log (once per change) and status
   WallTime next_slurm_check_{};
+  std::minstd_rand slurm_check_rng_ = backoff_rng();
   // What the entry being carried out did on Slurm in this pass (drain, reboot, resume, signal); unset
   // when it found nothing to do (drained by an admin, withheld, already resumed): no hook then.
   std::optional<Action> acted_;

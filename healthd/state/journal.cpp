@@ -209,8 +209,9 @@ std::expected<void, std::string> Journal::retry_later(std::uint64_t id, const st
     if (e.id != id) continue;
     ++e.attempts;
     e.last_error = error;
-    auto delay = std::chrono::seconds(std::min<std::int64_t>(60, 2LL << std::min<std::uint32_t>(e.attempts - 1, 5)));
-    e.next_try = now + delay;
+    // 2 s, 4 s, ... 60 s, less a random part: a thousand daemons whose actions failed together
+    // (slurmctld down) do not all call it again in the same second when it is back.
+    e.next_try = now + backoff_delay(e.attempts, std::chrono::seconds(2), std::chrono::seconds(60), retry_rng_);
   }
   return save();
 }

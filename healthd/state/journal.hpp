@@ -9,6 +9,7 @@
 #include <expected>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actions/action.hpp"
+#include "runtime/backoff.hpp"
 
 namespace ar::healthd {
 
@@ -149,6 +151,7 @@ class Journal {
   bool durable_ = true;
   std::uint64_t next_id_ = 1;
   std::vector<JournalEntry> pending_;
+  std::minstd_rand retry_rng_ = backoff_rng();  // the random part of retry_later's waits
   std::set<std::pair<std::uint32_t, std::uint32_t>> requeued_;
   std::set<std::pair<std::uint32_t, std::uint32_t>> signalled_;
   std::optional<OwnDrain> own_drain_;

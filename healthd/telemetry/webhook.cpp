@@ -19,6 +19,7 @@
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/backoff.hpp"
 #include "telemetry/webhook_url.hpp"
 #include "text/text.hpp"
 #include "version.hpp"
@@ -170,14 +171,9 @@ struct Webhook::Impl {
 
   std::chrono::milliseconds backoff(std::uint32_t failed_tries, std::chrono::seconds retry_after, std::minstd_rand& rng) const {
     using namespace std::chrono;
-    // 1 s, 2 s, 4 s, ... up to max_backoff; a random half of it taken off, so nodes that lost the
-    // same endpoint at the same moment do not all come back in step.
+    // 1 s, 2 s, 4 s, ... up to max_backoff, less a random part (runtime/backoff.hpp).
     const auto cap = duration_cast<milliseconds>(config.max_backoff);
-    auto base = milliseconds(1000);
-    for (std::uint32_t i = 1; i < failed_tries && base < cap; ++i) base *= 2;
-    base = std::min(base, cap);
-    std::uniform_int_distribution<std::int64_t> half(0, base.count() / 2);
-    auto delay = base - milliseconds(half(rng));
+    const auto delay = backoff_delay(failed_tries, milliseconds(1000), cap, rng);
     // An endpoint that says when to come back (Slack's 429) is listened to, within max_backoff.
     return std::max(delay, std::min(duration_cast<milliseconds>(retry_after), cap));
   }
@@ -214,7 +210,7 @@ struct Webhook::Impl {
   }
 
   void run() {
-    std::minstd_rand rng(std::random_device{}());
+    auto rng = backoff_rng();
     for (;;) {
       Notice n;
       std::uint64_t drops = 0;
