@@ -161,6 +161,36 @@ std::expected<void, std::string> SlurmActions::annotate(std::uint32_t job_id, co
   return {};
 }
 
+// Why draining `node` takes partition `partition` past max_drained_share, or "" when it does not.
+// Before our drain (`after_own_drain` false) every drained node counts. After it, only those ahead of
+// ours: anyone else's drain (an admin's, Slurm's), and healthd drains set earlier (reason time, then
+// name, so that every daemon looking at the same records ranks them alike and exactly the ones past the
+// share step back).
+std::expected<std::string, std::string> SlurmActions::share_exceeded(const std::string& partition, const std::string& node,
+                                                                     bool after_own_drain) {
+  auto nodes = slurm_.partition_nodes(partition);
+  if (!nodes) return std::unexpected(nodes.error().message);
+  if (nodes->empty()) {
+    // This node is in the partition, so an empty answer is a wrong one: judging the share on it
+    // would withhold every drain ("0 of 0 drained"), as a cut-off text read once did.
+    return std::unexpected("partition " + partition + " answered no nodes although " + node + " is in it");
+  }
+  const auto self = std::find_if(nodes->begin(), nodes->end(), [&](const NodeInfo& n) { return n.name == node; });
+  if (after_own_drain && (self == nodes->end() || !self->drained_or_draining())) return std::string();
+  const auto ahead = [&](const NodeInfo& n) {
+    if (!after_own_drain || !starts_with(n.reason, kReasonPrefix)) return true;
+    return std::pair(n.reason_time, n.name) < std::pair(self->reason_time, self->name);
+  };
+  std::size_t drained = 0;
+  for (const auto& n : *nodes)
+    if (n.name != node && n.drained_or_draining() && ahead(n)) ++drained;
+  const auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(nodes->size())));
+  if (drained + 1 <= limit) return std::string();
+  return std::to_string(drained) + " of " + std::to_string(nodes->size()) + " nodes of partition " + partition +
+         (after_own_drain ? " were drained before it" : " are drained already") + " (max_drained_share " +
+         std::to_string(policy_.max_drained_share) + ")";
+}
+
 std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
   if (!info) return std::unexpected(info.error().message);
@@ -192,22 +222,12 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
   }
   // Never take out more than the allowed share of any partition this node is in (an admin's own
   // drain through healthctl is theirs to decide).
-  for (const auto& partition : e.admin ? std::vector<std::string>{} : info->partitions) {
-    auto nodes = slurm_.partition_nodes(partition);
-    if (!nodes) return std::unexpected(nodes.error().message);
-    if (nodes->empty()) {
-      // This node is in the partition, so an empty answer is a wrong one: judging the share on it
-      // would withhold every drain ("0 of 0 drained"), as a cut-off text read once did.
-      return std::unexpected("partition " + partition + " answered no nodes although " + e.node + " is in it");
-    }
-    std::size_t drained = 0;
-    for (const auto& n : *nodes)
-      if (n.name != e.node && n.drained_or_draining()) ++drained;
-    auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(nodes->size())));
-    if (drained + 1 > limit) {
-      withheld_ = "drain of " + e.node + " withheld: " + std::to_string(drained) + " of " +
-                  std::to_string(nodes->size()) + " nodes of partition " + partition +
-                  " are drained already (max_drained_share " + std::to_string(policy_.max_drained_share) + ")";
+  const auto partitions = e.admin ? std::vector<std::string>{} : info->partitions;
+  for (const auto& partition : partitions) {
+    auto over = share_exceeded(partition, e.node, false);
+    if (!over) return std::unexpected(over.error());
+    if (!over->empty()) {
+      withheld_ = "drain of " + e.node + " withheld: " + *over;
       spdlog::error("{}; fault: {}", withheld_, e.reason);
       return true;
     }
@@ -229,6 +249,22 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     std::string reason = short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
+    // The daemons of other nodes hit by the same event (a fabric-wide fault) looked at the partition in
+    // the same instant and each saw room for one more drain. Looked at again with the drains in place,
+    // the ones past the share give theirs back; a failed look or resume keeps the drain (one node too
+    // many out beats a faulty node in service by mistake).
+    for (const auto& partition : partitions) {
+      auto over = share_exceeded(partition, e.node, true);
+      if (!over || over->empty()) continue;
+      if (auto r = slurm_.resume(e.node); !r) {
+        spdlog::error("node {}: drained past max_drained_share ({}), and could not be resumed: {}", e.node, *over,
+                      r.error().message);
+        break;
+      }
+      withheld_ = "drain of " + e.node + " undone: " + *over;
+      spdlog::error("{}; fault: {}", withheld_, e.reason);
+      return true;
+    }
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now);

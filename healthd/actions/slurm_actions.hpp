@@ -109,6 +109,8 @@ class SlurmActions {
  private:
   // One journal entry each; true when it is finished (done, or nothing left to do).
   std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
+  std::expected<std::string, std::string> share_exceeded(const std::string& partition, const std::string& node,
+                                                         bool after_own_drain);
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);

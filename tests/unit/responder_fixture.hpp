@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,8 +74,19 @@ class FakeSlurm : public SlurmClient {
     nodes[n].state = "MIXED+DRAIN";
     nodes[n].drain = true;
     nodes[n].reason = reason;
+    nodes[n].reason_time = std::chrono::system_clock::to_time_t(clock);
+    if (after_drain) after_drain(n);
     after();
     return {};
+  }
+  // Runs just after a drain has taken: what other nodes' daemons did in the same instant.
+  std::function<void(const std::string&)> after_drain;
+  // Another node drained by its own healthd, its reason set `ago` before now.
+  void drained_by_its_healthd(const std::string& n, std::chrono::seconds ago) {
+    nodes[n].state = "IDLE+DRAIN";
+    nodes[n].drain = true;
+    nodes[n].reason = "healthd: EFA-DRIVER-ERR: efa 0000:10:1b.0: Admin command timed out";
+    nodes[n].reason_time = std::chrono::system_clock::to_time_t(clock - ago);
   }
   bool reboot_program = true;  // the cluster has a RebootProgram
   SlurmResult<void> reboot(const std::string& n, const std::string& reason) override {

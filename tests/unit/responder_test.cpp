@@ -174,6 +174,64 @@ TEST(Responder, ShareLimitWithholdsTheDrainAndReportsIt) {
   EXPECT_NE(f.responder->status().value("drain_withheld", "").find("withheld"), std::string::npos);
 }
 
+// A fabric-wide event: the daemons of several nodes each saw room for one more drain in the same
+// instant. Looked at again with every drain in place, the ones past the share give theirs back, ranked
+// by when Slurm took each drain (then by name), so that every daemon reaches the same answer.
+TEST(Responder, ADrainPastTheShareByOtherDaemonsInTheSameInstantIsGivenBack) {
+  PolicyConfig p;
+  p.max_drained_share = 0.5;  // 2 of 4 nodes
+  Fixture f(p);
+  // n3 and n4 were drained by their own daemons a second before n2's drain took.
+  f.slurm.after_drain = [&](const std::string&) {
+    f.slurm.drained_by_its_healthd("n3", 1s);
+    f.slurm.drained_by_its_healthd("n4", 1s);
+  };
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_FALSE(f.slurm.nodes["n2"].drain);
+  EXPECT_NE(f.responder->status().value("drain_withheld", "").find("drain of n2 undone: 2 of 4 nodes"), std::string::npos);
+  // Its job stays where it is, as with a drain withheld before it was made: a requeue could restart it
+  // onto the fault.
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+}
+
+TEST(Responder, ADrainWithinTheShareAmongSimultaneousDrainsIsKept) {
+  PolicyConfig p;
+  p.max_drained_share = 0.5;
+  Fixture f(p);
+  // Drained in the same second as n2 (the same reason time): the name orders them, and n2 comes
+  // before n3 and n4, so n2 is within the share and they are the ones past it.
+  f.slurm.after_drain = [&](const std::string&) {
+    f.slurm.drained_by_its_healthd("n3", 0s);
+    f.slurm.drained_by_its_healthd("n4", 0s);
+  };
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+TEST(Responder, AnAdminsDrainCountsAheadOfOursWheneverItWasMade) {
+  PolicyConfig p;
+  p.max_drained_share = 0.5;
+  Fixture f(p);
+  // An admin drained n3 and n4 just after n2's drain took: theirs are not given back, so n2's is.
+  f.slurm.after_drain = [&](const std::string&) {
+    for (const char* n : {"n3", "n4"}) {
+      f.slurm.nodes[n].drain = true;
+      f.slurm.nodes[n].state = "IDLE+DRAIN";
+      f.slurm.nodes[n].reason = "maintenance";
+      f.slurm.nodes[n].reason_time = std::chrono::system_clock::to_time_t(f.slurm.clock + 1s);
+    }
+  };
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_TRUE(f.slurm.nodes["n3"].drain);
+  EXPECT_TRUE(f.slurm.nodes["n4"].drain);
+}
+
 TEST(Responder, SlurmNotAnsweringKeepsTheActionsPendingUntilItDoes) {
   Fixture f;
   f.slurm.answering = false;
