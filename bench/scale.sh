@@ -7,8 +7,8 @@
 #   fault:   a job on all but 2 nodes (its step hung, as on a dead device); an EFA driver error line in
 #            the kernel log of one of its nodes (not the batch node) -> the job running again off that
 #            node; slurmctld's RPCs and CPU from the fault to 3 s after
-#   burst:   the same job, the same line on 3 of its nodes within a few milliseconds -> running again
-#            off all 3, and its restart count 8 s later (exactly one requeue is wanted)
+#   burst:   a job on all but 4 nodes, the same line on 3 of its nodes within a few milliseconds ->
+#            running again off all 3, and its restart count 8 s later (exactly one requeue is wanted)
 #   fabric:  the same line on half the nodes within a few milliseconds, no job: the most nodes drained at
 #            once (sinfo polled every 0.2 s) against floor(max_drained_share x nodes), the nodes whose
 #            healthd reported a withheld drain, and nodes drained twice within BENCH_FABRIC_WATCH_S (30)
@@ -18,6 +18,7 @@
 #            (healthctl jobs --json): known, every step ended, the newest step the last one run; RPCs and
 #            slurmctld CPU per step; healthd CPU per node and its peak RSS. Baseline in the same run: the
 #            same steps without --auto-resume (the plugin loaded but idle)
+# BENCH_PARTS (default "idle fault burst fabric churn") picks the measurements; the others print "-".
 # healthd's settings: check_interval_s = BENCH_CHECK_INTERVAL_S (default 5; a sweep never calls Slurm,
 # it only sets how soon a drained node comes back), hold_s = 2, recovery_passes = 1, max_drained_share =
 # 0.4 (floor(0.4 x 8) = 3 drains allowed at 8 nodes, 25 at 64), flap_max_faults high. Scheduler: the
@@ -34,6 +35,8 @@ churn_steps=${BENCH_CHURN_STEPS:-2000}
 watch_s=${BENCH_FABRIC_WATCH_S:-30}
 interval=${BENCH_CHECK_INTERVAL_S:-5}
 sched=${BENCH_SCHED:-tuned}
+parts=" ${BENCH_PARTS:-idle fault burst fabric churn} "
+part() { [[ "$parts" == *" $1 "* ]]; }
 share=0.4
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
@@ -70,6 +73,11 @@ sdiag_top() {
   command sdiag 2>/dev/null | awk '/by message type/ { on = 1; next } /by user/ { on = 0 }
     on && /count:/ && $1 != "REQUEST_STATS_INFO" { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) { c = $i; sub("count:", "", c); print c, $1 } }' |
     sort -rn | head -4 | awk '{ printf "%s%s:%s", (NR > 1 ? " " : ""), $2, $1 }'
+}
+# sdiag_avg TYPE: slurmctld's mean time (microseconds) to serve an RPC of TYPE since the reset, any user's
+sdiag_avg() {
+  command sdiag 2>/dev/null | awk -v t="$1" '/by message type/ { on = 1; next } /by user/ { on = 0 }
+    on && $1 == t { for (i = 1; i <= NF; i++) if ($i ~ /^ave_time:/) { sub("ave_time:", "", $i); print $i; exit } }'
 }
 window_start() { command sdiag -r >/dev/null; W_T0=$(now_s); W_CTLD=$(proc_ticks "$(ctld_pid)"); AS_NOBODY=1; }
 # window_end: W_S (seconds), W_RPCS, W_CTLD_S (slurmctld CPU seconds), W_TOP
@@ -114,7 +122,11 @@ for nodes in $sizes; do
   bench_log "  $nodes nodes up; memory available: $machine_mem GiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
   mapfile -t hpids < <(healthd_pids)
 
+  idle_rpm=- base_rpm=- idle_ctld=- base_ctld=- h_cpu=- rss=- fault_s=- fault_rpcs=- fault_ctld=- burst_s=- burst_restarts=-
+  most=- withheld=- flapped=- fabric_rpcs=- fabric_ctld=- fabric_node_us=- steps=-
+  declare -A churn=([auto_s]=- [plain_s]=- [auto_rps]=- [plain_rps]=- [auto_lost]=-)
   # ---- idle, with healthd and without --------------------------------------------------------------
+  if part idle; then
   sleep 5
   h0=$(sum_ticks "${hpids[@]}")
   window_start
@@ -132,8 +144,10 @@ for nodes in $sizes; do
   mapfile -t hpids < <(healthd_pids)
   printf '  %d nodes idle %ss: with healthd %s RPC/min/node (%s), slurmctld CPU %s s; without %s RPC/min/node (%s), %s s; healthd %s%% CPU/node, RSS max %s KiB\n' \
     "$nodes" "$idle_s" "$idle_rpm" "$idle_top" "$idle_ctld" "$base_rpm" "$base_top" "$base_ctld" "$h_cpu" "$rss"
+  fi
 
   # ---- one fault under a job on all but 2 nodes ----------------------------------------------------
+  if part fault; then
   cluster_reset || bench_die "the cluster did not come back to idle"
   start_wide_job $((nodes - 2))
   victim=${CANDIDATES[-1]}
@@ -147,10 +161,12 @@ for nodes in $sizes; do
   fault_rpcs=$W_RPCS fault_ctld=$W_CTLD_S
   printf '  %d nodes, fault under a %d-node job: running again after %s s; %s RPCs (root) in %s s, slurmctld CPU %s s\n' \
     "$nodes" $((nodes - 2)) "$fault_s" "$fault_rpcs" "$W_S" "$fault_ctld"
+  fi
 
   # ---- 3 nodes of the job within milliseconds ------------------------------------------------------
+  if part burst; then
   cluster_reset || bench_die "the cluster did not come back to idle"
-  start_wide_job $((nodes - 2))
+  start_wide_job $((nodes - 4))  # 3 nodes out: the job can run again on the 4 left
   victims=("${CANDIDATES[@]: -3}")
   t0=$(now_s)
   for v in "${victims[@]}"; do inject "$v"; done
@@ -159,8 +175,10 @@ for nodes in $sizes; do
   sleep 8
   burst_restarts=$(job_restarts "$JOB")
   printf '  %d nodes, 3 faulty nodes of one job: running again after %s s; restarts 8 s later: %s\n' "$nodes" "$burst_s" "$burst_restarts"
+  fi
 
   # ---- fabric-wide event: half the nodes, no job ---------------------------------------------------
+  if part fabric; then
   cluster_reset || bench_die "the cluster did not come back to idle"
   declare -A before=() times=()
   for n in $AR_CLUSTER_NODES; do before[$n]=$(log_lines "$n" "withheld"); times[$n]=0; done
@@ -187,7 +205,7 @@ for nodes in $sizes; do
     done
     if [ "$ctld_done" = 0 ] && awk -v e="$(since "$t0")" 'BEGIN { exit !(e >= 10) }'; then
       window_end
-      fabric_rpcs=$W_RPCS fabric_ctld=$W_CTLD_S
+      fabric_rpcs=$W_RPCS fabric_ctld=$W_CTLD_S fabric_node_us=$(sdiag_avg REQUEST_NODE_INFO)
       ctld_done=1
     fi
     sleep 0.2
@@ -198,14 +216,16 @@ for nodes in $sizes; do
     ((times[$n] > 1)) && flapped=$((flapped + 1))
     (($(log_lines "$n" "withheld") > before[$n])) && withheld=$((withheld + 1))
   done
-  printf '  %d nodes, fabric event on %d: most drained at once %d (limit %d), %d drained at some point, %d reported withheld, %d drained twice in %ss; first 10 s: %s RPCs (root), slurmctld CPU %s s\n' \
-    "$nodes" "${#hit[@]}" "$most" "$limit" "$ever" "$withheld" "$flapped" "$watch_s" "$fabric_rpcs" "$fabric_ctld"
+  printf '  %d nodes, fabric event on %d: most drained at once %d (limit %d), %d drained at some point, %d reported withheld, %d drained twice in %ss; first 10 s: %s RPCs (root), slurmctld CPU %s s, %s us per node-table read\n' \
+    "$nodes" "${#hit[@]}" "$most" "$limit" "$ever" "$withheld" "$flapped" "$watch_s" "$fabric_rpcs" "$fabric_ctld" "${fabric_node_us:-?}"
   unset before times was
+  fi
 
   # ---- job churn -------------------------------------------------------------------------------------
   per_job=$(((churn_steps + nodes - 1) / nodes))
-  declare -A churn=()
+  part churn || per_job=0
   for mode in plain auto; do
+    [ "$per_job" -gt 0 ] || break
     cluster_reset || bench_die "the cluster did not come back to idle"
     flag=""
     [ "$mode" = auto ] && flag="--auto-resume=1"
@@ -253,7 +273,7 @@ print("ok" if not running and newest == last else "newest %d running %d" % (newe
   done
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
     "$nodes" "$idle_rpm" "$base_rpm" "$idle_ctld" "$base_ctld" "$h_cpu" "$rss" "$fault_s" "$fault_rpcs" "$fault_ctld" \
-    "$burst_s" "$burst_restarts" "$most" "$limit" "$withheld" "$flapped" "$fabric_rpcs" "$fabric_ctld" \
+    "$burst_s" "$burst_restarts" "$most" "$limit" "$withheld" "$flapped" "$fabric_rpcs" "$fabric_ctld/$fabric_node_us" \
     "$steps" "${churn[auto_s]}" "${churn[plain_s]}" "${churn[auto_rps]}" "${churn[plain_rps]}" "${churn[auto_lost]}" >>"$dir.tsv"
   cluster_down "$dir"
 done
@@ -262,7 +282,7 @@ bench_say "scale figures (idle window ${idle_s} s; ${sched} scheduler settings; 
 while IFS=$'\t' read -r n irpm brpm ictld bctld hcpu rss fs frpc fctld bs br most lim wh fl fabrpc fabctld steps cas cps carps cprps clost; do
   emit scale "$n nodes: slurmctld RPCs/min/node at idle" "$irpm with healthd" "$brpm without healthd" "no more than without" "slurmctld CPU ${ictld} s against ${bctld} s in ${idle_s} s; healthd ${hcpu}% CPU, ${rss} KiB RSS per node"
   emit scale "$n nodes: fault -> running again, job on $((n - 2)) nodes" "$fs s" "-" "< 2 s" "$frpc RPCs to slurmctld, its CPU $fctld s, fault to 3 s after running again"
-  emit scale "$n nodes: 3 nodes of one job faulty at once" "restarts $br, running again after $bs s" "-" "restarts 1" ""
-  emit scale "$n nodes: fabric event on half the nodes" "at most $most drained at once" "limit $lim" "<= limit, 0 flaps" "$wh nodes reported a withheld drain, $fl drained twice; first 10 s: $fabrpc RPCs, slurmctld CPU $fabctld s"
+  emit scale "$n nodes: 3 nodes of a job on $((n - 4)) faulty at once" "restarts $br, running again after $bs s" "-" "restarts 1" ""
+  emit scale "$n nodes: fabric event on half the nodes" "at most $most drained at once" "limit $lim" "<= limit, 0 flaps" "$wh nodes reported a withheld drain, $fl drained twice; first 10 s: $fabrpc RPCs, slurmctld CPU ${fabctld%/*} s, ${fabctld#*/} us per node-table read"
   emit scale "$n nodes: churn of $steps steps" "$cas s, $carps RPC/step" "$cps s, $cprps RPC/step without --auto-resume" "no wrong record" "$clost jobs with a wrong record"
 done <"$dir.tsv"
