@@ -18,7 +18,7 @@ void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const s
   const auto& before = journal_.own_drain();
   const bool same_fault = before && before->code == e.code;
   // Held (flapping, a replacement) stays held: a later entry for the same fault never lifts it.
-  OwnDrain d{e.code, e.reason, now, e.held || (same_fault && before->held), rebooting, std::nullopt};
+  OwnDrain d{e.code, e.reason, now, e.held || (same_fault && before->held), rebooting, std::nullopt, std::nullopt};
   d.cure = e.cure;
   // The same fault again while its cure is under way (it came back after a reset): the chain goes
   // on from where it is, not from its first step.
@@ -337,7 +337,7 @@ std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e,
     }
   }
   auto& own = journal_.own_drain();
-  if (!own) own = OwnDrain{e.code, e.reason, now, true, false, std::nullopt};
+  if (!own) own = OwnDrain{e.code, e.reason, now, true, false, std::nullopt, std::nullopt};
   own->reason = e.reason;
   own->held = true;  // new hardware: never returned by healthd itself
   if (own->cure) {

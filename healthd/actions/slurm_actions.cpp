@@ -25,6 +25,13 @@ constexpr std::uint32_t kTopPriority = 0xfffffffd;
 // While Slurm has not answered once or does not know this node: how often to ask again.
 constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
 
+// After a drain has taken, when to rank it against the others once more (settle_share). slurmctld
+// stamps a drain with its whole second under its node lock, so once that second is over every drain
+// ranked ahead of ours (an earlier second, or the same one and a smaller name) is in place. Ours was
+// stamped at the latest when it was seen taken; 2 s after that, its second has ended on slurmctld's
+// clock whatever this node's clock says.
+constexpr auto kShareSettle = std::chrono::seconds(2);
+
 // Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters
 // (never inside one: a cut UTF-8 sequence is what made state writes throw).
 std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), 240); }
@@ -48,6 +55,7 @@ void SlurmActions::run_due(WallTime now) {
   if (journal_unwritable_) spdlog::info("journal: written again; carrying out the {} pending action(s)", journal_.pending().size());
   journal_unwritable_ = false;
   if (!slurm_ready(now)) return;
+  settle_share(now);
   // Copy: carrying out an entry changes the journal. Checkpoint signals first (the job checkpoints
   // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
   // one pass the drain lands and the requeue follows it at once.
@@ -113,6 +121,7 @@ std::optional<WallTime> SlurmActions::next_due() const {
     if (!due || f.next_look < *due) due = f.next_look;
   for (const auto& n : nudges_)
     if (!due || n.at < *due) due = n.at;
+  if (const auto& own = journal_.own_drain(); own && own->share_look && (!due || *own->share_look < *due)) due = *own->share_look;
   return due;
 }
 
@@ -191,6 +200,75 @@ std::expected<std::string, std::string> SlurmActions::share_exceeded(const std::
          std::to_string(policy_.max_drained_share) + ")";
 }
 
+// Whether max_drained_share can hold back a drain of this node. At 1 (every node may be drained) it
+// never can, and judging it would read the whole node table for nothing.
+bool SlurmActions::share_applies(const std::vector<std::string>& partitions) const {
+  return !partitions.empty() && policy_.max_drained_share < 1.0;
+}
+
+// Ranks our drain, in place, against the others of each partition; when it is past the share, gives it
+// back (resume) and answers why. Nothing: kept (or a reboot already under way, which Slurm ends with
+// the node back in service). An error: Slurm did not answer a look; the drain stays.
+std::expected<std::optional<std::string>, std::string> SlurmActions::give_back_past_share(
+    const std::string& node, const std::vector<std::string>& partitions) {
+  for (const auto& partition : partitions) {
+    auto over = share_exceeded(partition, node, true);
+    if (!over) return std::unexpected(over.error());
+    if (over->empty()) continue;
+    // A reboot slurmd has been told to do cannot be called off; a resume now would only lose the
+    // node's way back (Slurm resumes it after the reboot). One asked for but not begun can.
+    auto self = slurm_.node(node);
+    if (!self) return std::unexpected(self.error().message);
+    if (self->reboot_issued) {
+      spdlog::warn("node {}: past max_drained_share ({}), but its reboot is under way; Slurm returns it once it is back",
+                   node, *over);
+      return std::optional<std::string>();
+    }
+    if (auto r = slurm_.resume(node); !r)
+      return std::unexpected("drained past max_drained_share (" + *over + "), and could not be resumed: " + r.error().message);
+    withheld_ = "drain of " + node + " undone: " + *over;
+    return std::optional<std::string>(withheld_);
+  }
+  return std::optional<std::string>();
+}
+
+void SlurmActions::settle_share(WallTime now) {
+  auto& own = journal_.own_drain();
+  if (!own || !own->share_look || now < *own->share_look) return;
+  auto save = [&] {
+    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+  };
+  auto info = slurm_.node(node_);
+  if (info && (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix))) {
+    own->share_look.reset();  // resumed, or an admin's drain now: no longer ours to rank
+    save();
+    return;
+  }
+  auto given_back = info ? give_back_past_share(node_, info->partitions)
+                          : std::expected<std::optional<std::string>, std::string>(std::unexpected(info.error().message));
+  if (!given_back) {
+    // Looked at again shortly: one node too many out for a while beats a faulty node back in service.
+    spdlog::warn("node {}: looking again at max_drained_share: {}", node_, given_back.error());
+    own->share_look = now + kShareSettle;
+    save();
+    return;
+  }
+  if (!*given_back) {
+    own->share_look.reset();
+    save();
+    return;
+  }
+  // The drain's notice went out when it took; this one says it was given back. A job requeued after
+  // the drain stays requeued (it may run elsewhere already); one still to be decided is left in place.
+  spdlog::error("{}; fault: {}", **given_back, own->reason);
+  JournalEntry about;
+  about.node = node_;
+  about.code = own->code;
+  own.reset();
+  save();
+  notice(NoticeKind::node_returned, about, **given_back + " (ranked once every drain of its second was in)", "resume", now);
+}
+
 std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
   if (!info) return std::unexpected(info.error().message);
@@ -216,13 +294,19 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     if (info->reason != e.reason && !rebooting) {
       if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
     }
+    // A look at the share still due stays due. A drain of ours never looked at (the daemon was
+    // killed after the drain took, before it was saved) is looked at now.
+    const auto& before = journal_.own_drain();
+    const auto look = before ? before->share_look
+                             : (e.admin || !share_applies(info->partitions) ? std::nullopt : std::optional<WallTime>(now));
     own_drain_from(e, rebooting, reboot_error, now);
+    journal_.own_drain()->share_look = look;
     acted_ = rebooting ? Action::reboot : Action::drain;  // ours: this drain, or a replay of it
     return true;
   }
   // Never take out more than the allowed share of any partition this node is in (an admin's own
   // drain through healthctl is theirs to decide).
-  const auto partitions = e.admin ? std::vector<std::string>{} : info->partitions;
+  const auto partitions = e.admin || !share_applies(info->partitions) ? std::vector<std::string>{} : info->partitions;
   for (const auto& partition : partitions) {
     auto over = share_exceeded(partition, e.node, false);
     if (!over) return std::unexpected(over.error());
@@ -249,25 +333,23 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     std::string reason = short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
+  }
+  if (!partitions.empty()) {
     // The daemons of other nodes hit by the same event (a fabric-wide fault) looked at the partition in
     // the same instant and each saw room for one more drain. Looked at again with the drains in place,
-    // the ones past the share give theirs back; a failed look or resume keeps the drain (one node too
-    // many out beats a faulty node in service by mistake).
-    for (const auto& partition : partitions) {
-      auto over = share_exceeded(partition, e.node, true);
-      if (!over || over->empty()) continue;
-      if (auto r = slurm_.resume(e.node); !r) {
-        spdlog::error("node {}: drained past max_drained_share ({}), and could not be resumed: {}", e.node, *over,
-                      r.error().message);
-        break;
-      }
-      withheld_ = "drain of " + e.node + " undone: " + *over;
-      spdlog::error("{}; fault: {}", withheld_, e.reason);
+    // the ones past the share give theirs back, before their jobs are requeued onto nothing better; a
+    // failed look or resume keeps the drain (one node too many out beats a faulty node in service by
+    // mistake). Drains of the same second still landing are ranked by settle_share once it is over.
+    auto given_back = give_back_past_share(e.node, partitions);
+    if (!given_back) spdlog::error("node {}: {}", e.node, given_back.error());
+    if (given_back && *given_back) {
+      spdlog::error("{}; fault: {}", **given_back, e.reason);
       return true;
     }
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now);
+  if (!partitions.empty()) journal_.own_drain()->share_look = now + kShareSettle;
   acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
   return true;
 }

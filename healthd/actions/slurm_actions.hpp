@@ -111,6 +111,14 @@ class SlurmActions {
   std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
   std::expected<std::string, std::string> share_exceeded(const std::string& partition, const std::string& node,
                                                          bool after_own_drain);
+  bool share_applies(const std::vector<std::string>& partitions) const;
+  std::expected<std::optional<std::string>, std::string> give_back_past_share(const std::string& node,
+                                                                              const std::vector<std::string>& partitions);
+  // Our drain's second look at max_drained_share, once the second Slurm stamped it with is over on
+  // slurmctld's clock: every daemon of a fabric-wide event then ranks the same complete set of drains
+  // (reason time, then name), and exactly the ones past the share give theirs back. Saved with the
+  // drain, so a daemon killed before it looks again still does after its restart.
+  void settle_share(WallTime now);
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);

@@ -46,6 +46,7 @@ struct NodeInfo {
   std::vector<std::string> partitions;
   bool drain = false;   // NODE_STATE_DRAIN: drained or draining
   bool reboot = false;  // NODE_STATE_REBOOT_REQUESTED or NODE_STATE_REBOOT_ISSUED
+  bool reboot_issued = false;  // NODE_STATE_REBOOT_ISSUED: slurmd was told to reboot; no resume calls it off
   std::time_t reason_time = 0;  // when the reason was set, slurmctld's clock (whole seconds); 0 when none
   bool drained_or_draining() const { return drain; }
   bool reboot_pending() const { return reboot; }

@@ -69,6 +69,7 @@ NodeInfo to_node_info(const node_info_t& node) {
   n.partitions = split_commas(text(node.partitions));
   n.drain = (node.node_state & NODE_STATE_DRAIN) != 0;
   n.reboot = (node.node_state & (NODE_STATE_REBOOT_REQUESTED | NODE_STATE_REBOOT_ISSUED)) != 0;
+  n.reboot_issued = (node.node_state & NODE_STATE_REBOOT_ISSUED) != 0;
   n.reason_time = node.reason_time;
   return n;
 }

@@ -120,6 +120,7 @@ std::expected<void, std::string> Journal::save() {
     j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", to_epoch_ms(own_drain_->at)},
                       {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
   if (own_drain_ && own_drain_->cure) j["own_drain"]["cure"] = cure_to_json(*own_drain_->cure);
+  if (own_drain_ && own_drain_->share_look) j["own_drain"]["share_look_ms"] = to_epoch_ms(*own_drain_->share_look);
   auto r = write_file_atomically(file_, dump_state(j));
   durable_ = r.has_value();
   return r;
@@ -183,8 +184,9 @@ std::expected<void, std::string> Journal::load() {
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
       own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
-                            d.at("held").get<bool>(), d.value("reboot", false), std::nullopt};
+                            d.at("held").get<bool>(), d.value("reboot", false), std::nullopt, std::nullopt};
       if (d.contains("cure")) own_drain_->cure = cure_from_json(d.at("cure"));
+      if (d.contains("share_look_ms")) own_drain_->share_look = json_fields::time_ms(d, "share_look_ms");
     }
   } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());

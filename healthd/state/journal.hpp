@@ -97,6 +97,9 @@ struct OwnDrain {
   bool held = false;  // repeated faults: stays drained until an admin resumes the node
   bool reboot = false;  // Slurm reboots the node and resumes it: healthd does not resume it itself
   std::optional<CureProgress> cure;  // the cure chain under way, if the fault has one
+  // When to look again at max_drained_share, once every drain of the second Slurm stamped on this
+  // one is in place (SlurmActions::settle_share); unset once looked at, or when no share applies.
+  std::optional<WallTime> share_look;
 };
 
 class Journal {

@@ -51,7 +51,9 @@ class FakeSlurm : public SlurmClient {
     after();
     return n;
   }
+  int partition_reads = 0;  // whole node-table reads (what a fabric-wide event multiplies)
   SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) override {
+    ++partition_reads;
     std::vector<NodeInfo> out;
     for (auto& [n, i] : nodes)
       if (std::find(i.partitions.begin(), i.partitions.end(), partition) != i.partitions.end()) out.push_back(i);
@@ -81,7 +83,7 @@ class FakeSlurm : public SlurmClient {
   }
   // Runs just after a drain has taken: what other nodes' daemons did in the same instant.
   std::function<void(const std::string&)> after_drain;
-  // Another node drained by its own healthd, its reason set `ago` before now.
+  // Another node drained by its own healthd, its reason set `ago` before slurmctld's clock.
   void drained_by_its_healthd(const std::string& n, std::chrono::seconds ago) {
     nodes[n].state = "IDLE+DRAIN";
     nodes[n].drain = true;
@@ -95,12 +97,13 @@ class FakeSlurm : public SlurmClient {
     nodes[n].state = "MIXED+DRAIN+REBOOT_REQUESTED";
     nodes[n].drain = nodes[n].reboot = true;
     nodes[n].reason = reason;
+    nodes[n].reason_time = std::chrono::system_clock::to_time_t(clock);
     return {};
   }
   SlurmResult<void> resume(const std::string& n) override {
     calls.push_back("resume " + n);
     nodes[n].state = "IDLE";
-    nodes[n].drain = nodes[n].reboot = false;
+    nodes[n].drain = nodes[n].reboot = nodes[n].reboot_issued = false;
     nodes[n].reason.clear();
     return {};
   }

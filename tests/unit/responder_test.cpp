@@ -232,6 +232,104 @@ TEST(Responder, AnAdminsDrainCountsAheadOfOursWheneverItWasMade) {
   EXPECT_TRUE(f.slurm.nodes["n4"].drain);
 }
 
+// Issue 18: at 64 nodes a fabric-wide event passed the share (27 of 25). A drain of the same second
+// as ours with a smaller name ranks ahead of ours, but it may land after our first look. Once that
+// second is over, the look again sees it, and ours (past the share) is given back.
+TEST(Responder, ASameSecondDrainThatLandsAfterTheFirstLookIsRankedAtTheSecondLook) {
+  PolicyConfig p;
+  p.max_drained_share = 0.25;  // 1 of 4 nodes
+  Fixture f(p);
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);  // nothing ahead of it at the first look
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  // n1's daemon drained n1 in the same second as n2, just after n2's first look.
+  f.slurm.clock = f.now - 1s;
+  f.slurm.drained_by_its_healthd("n1", 0s);
+  f.responder->run_due(f.now);  // 1 s after the drain: the second may not be over yet
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  f.now += 1s;
+  f.responder->run_due(f.now);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_FALSE(f.slurm.nodes["n2"].drain);
+  EXPECT_TRUE(f.slurm.nodes["n1"].drain);
+  EXPECT_NE(f.responder->status().value("drain_withheld", "").find("drain of n2 undone: 1 of 4 nodes"), std::string::npos);
+  EXPECT_FALSE(f.responder->status().contains("own_drain"));  // no longer ours: never resumed again
+  for (int i = 0; i < 3; ++i) f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);  // nothing flaps: the fault is withheld from now on
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
+// The other side of the same race: n3 drained in n2's second after n2's first look. n2 ranks ahead
+// of it, so n2's second look keeps n2's drain (n3's gives n3's back).
+TEST(Responder, ADrainAheadOfTheSameSecondDrainsLandingAfterItIsKeptAtTheSecondLook) {
+  PolicyConfig p;
+  p.max_drained_share = 0.25;
+  Fixture f(p);
+  f.sweep(true);
+  f.slurm.clock = f.now - 1s;
+  f.slurm.drained_by_its_healthd("n3", 0s);
+  for (int i = 0; i < 3; ++i) f.sweep(true);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+// The second look is saved with the drain: a daemon killed between the drain and the look makes it
+// after its restart.
+TEST(Responder, TheSecondLookAtTheShareIsMadeAfterARestart) {
+  PolicyConfig p;
+  p.max_drained_share = 0.25;
+  Fixture f(p);
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  f.slurm.clock = f.now - 1s;
+  f.slurm.drained_by_its_healthd("n1", 0s);
+  Journal reloaded(f.dir / "journal.json");
+  ASSERT_TRUE(reloaded.load());
+  ASSERT_TRUE(reloaded.own_drain());
+  ASSERT_TRUE(reloaded.own_drain()->share_look);
+  Responder again("n2", f.policy, f.slurm, reloaded, f.timeline);
+  EXPECT_LE(*again.next_due(), f.now + 1s);  // the engine wakes for it
+  again.run_due(f.now + 5s);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_FALSE(reloaded.own_drain());
+}
+
+// A reboot is a drain too: past the share it is called off (resume clears the request) as long as
+// slurmd has not been told to reboot; a reboot under way is left to finish (Slurm returns the node).
+TEST(Responder, ARebootPastTheShareIsCalledOffUnlessItIsUnderWay) {
+  for (bool issued : {false, true}) {
+    SCOPED_TRACE(issued ? "reboot issued" : "reboot requested");
+    PolicyConfig p;
+    p.max_drained_share = 0.25;
+    Fixture f(p);
+    f.sweep(true, {{7, 0, true}}, Action::reboot);
+    ASSERT_EQ(f.slurm.count("reboot n2"), 1);
+    f.slurm.clock = f.now - 1s;
+    f.slurm.drained_by_its_healthd("n1", 0s);
+    f.slurm.nodes["n2"].reboot_issued = issued;
+    f.now += 2s;
+    f.responder->run_due(f.now);
+    EXPECT_EQ(f.slurm.count("resume n2"), issued ? 0 : 1);
+    EXPECT_EQ(f.slurm.nodes["n2"].reboot, issued);
+  }
+}
+
+// At max_drained_share = 1 no drain can be held back: nothing reads the node table for it.
+TEST(Responder, AShareOfOneReadsNoNodeTable) {
+  PolicyConfig p;
+  p.max_drained_share = 1.0;
+  Fixture f(p);
+  for (int i = 0; i < 4; ++i) f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  EXPECT_EQ(f.slurm.partition_reads, 0);
+  Fixture g;  // the default share (0.5): a look before the drain, one just after, one once its second is over
+  for (int i = 0; i < 4; ++i) g.sweep(true);
+  EXPECT_EQ(g.slurm.partition_reads, 3);
+}
+
 TEST(Responder, SlurmNotAnsweringKeepsTheActionsPendingUntilItDoes) {
   Fixture f;
   f.slurm.answering = false;

@@ -36,9 +36,12 @@ TEST(SlurmRecords, AReasonHoldingStateWordsIsOnlyTheReason) {
 }
 
 TEST(SlurmRecords, RebootFlagsAreRead) {
-  EXPECT_TRUE(to_node_info(node_record("n1", NODE_STATE_IDLE | NODE_STATE_DRAIN | NODE_STATE_REBOOT_REQUESTED, "", ""))
-                  .reboot_pending());
-  EXPECT_TRUE(to_node_info(node_record("n1", NODE_STATE_DOWN | NODE_STATE_REBOOT_ISSUED, nullptr, "")).reboot_pending());
+  const auto requested = to_node_info(node_record("n1", NODE_STATE_IDLE | NODE_STATE_DRAIN | NODE_STATE_REBOOT_REQUESTED, "", ""));
+  EXPECT_TRUE(requested.reboot_pending());
+  EXPECT_FALSE(requested.reboot_issued);  // can still be called off (max_drained_share)
+  const auto issued = to_node_info(node_record("n1", NODE_STATE_DOWN | NODE_STATE_REBOOT_ISSUED, nullptr, ""));
+  EXPECT_TRUE(issued.reboot_pending());
+  EXPECT_TRUE(issued.reboot_issued);
 }
 
 TEST(SlurmRecords, AJobCommentHoldingJobFieldsIsOnlyTheComment) {
