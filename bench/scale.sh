@@ -10,9 +10,10 @@
 #   burst:   a job on all but 4 nodes, the same line on 3 of its nodes within a few milliseconds ->
 #            running again off all 3, and its restart count 8 s later (exactly one requeue is wanted)
 #   fabric:  the same line on half the nodes within a few milliseconds, no job: the most nodes drained at
-#            once (sinfo polled every 0.2 s) against floor(max_drained_share x nodes), the nodes whose
-#            healthd reported a withheld drain, and nodes drained twice within BENCH_FABRIC_WATCH_S (30)
-#            after the event (flapping); slurmctld's RPCs and CPU over the first 10 s
+#            once (sinfo polled every 0.2 s) against floor(max_drained_share x nodes), how long more than
+#            that were drained (a drain past the share is undone within about 2 s), the nodes whose
+#            healthd reported a withheld or undone drain, and nodes drained twice within BENCH_FABRIC_WATCH_S (30) after the
+#            event (flapping); slurmctld's RPCs and CPU over the first 10 s
 #   churn:   BENCH_CHURN_STEPS (default 2000) `srun --auto-resume=1 -n1 true` steps, spread over one
 #            1-node job per node, one after the other in each job; then every job's record on its node
 #            (healthctl jobs --json): known, every step ended, the newest step the last one run; RPCs and
@@ -123,7 +124,7 @@ for nodes in $sizes; do
   mapfile -t hpids < <(healthd_pids)
 
   idle_rpm=- base_rpm=- idle_ctld=- base_ctld=- h_cpu=- rss=- fault_s=- fault_rpcs=- fault_ctld=- burst_s=- burst_restarts=-
-  most=- withheld=- flapped=- fabric_rpcs=- fabric_ctld=- fabric_node_us=- steps=-
+  most=- over_s=- withheld=- flapped=- fabric_rpcs=- fabric_ctld=- fabric_node_us=- steps=-
   declare -A churn=([auto_s]=- [plain_s]=- [auto_rps]=- [plain_rps]=- [auto_lost]=-)
   # ---- idle, with healthd and without --------------------------------------------------------------
   if part idle; then
@@ -181,12 +182,12 @@ for nodes in $sizes; do
   if part fabric; then
   cluster_reset || bench_die "the cluster did not come back to idle"
   declare -A before=() times=()
-  for n in $AR_CLUSTER_NODES; do before[$n]=$(log_lines "$n" "withheld"); times[$n]=0; done
+  for n in $AR_CLUSTER_NODES; do before[$n]=$(log_lines "$n" "withheld\|undone"); times[$n]=0; done
   hit=()
   i=0
   for n in $AR_CLUSTER_NODES; do ((i++ % 2 == 1)) && hit+=("$n"); done
   declare -A was=()
-  most=0
+  most=0 first_over="" last_over=""
   window_start
   t0=$(now_s)
   for n in "${hit[@]}"; do inject "$n"; done
@@ -195,6 +196,10 @@ for nodes in $sizes; do
     now=$(drained_nodes)
     c=$(grep -c . <<<"$now" || true)
     ((c > most)) && most=$c
+    if ((c > limit)); then
+      last_over=$(since "$t0")
+      [ -n "$first_over" ] || first_over=$last_over
+    fi
     for n in $AR_CLUSTER_NODES; do
       if grep -qx "$n" <<<"$now"; then
         [ "${was[$n]:-0}" = 1 ] || times[$n]=$((times[$n] + 1))
@@ -210,14 +215,17 @@ for nodes in $sizes; do
     fi
     sleep 0.2
   done
+  # from the first poll seeing more than the limit drained to the last one (polls 0.2 s apart)
+  over_s=0
+  [ -z "$first_over" ] || over_s=$(awk -v a="$first_over" -v b="$last_over" 'BEGIN { printf "%.1f", b - a + 0.2 }')
   ever=0 flapped=0 withheld=0
   for n in $AR_CLUSTER_NODES; do
     ((times[$n] > 0)) && ever=$((ever + 1))
     ((times[$n] > 1)) && flapped=$((flapped + 1))
-    (($(log_lines "$n" "withheld") > before[$n])) && withheld=$((withheld + 1))
+    (($(log_lines "$n" "withheld\|undone") > before[$n])) && withheld=$((withheld + 1))
   done
-  printf '  %d nodes, fabric event on %d: most drained at once %d (limit %d), %d drained at some point, %d reported withheld, %d drained twice in %ss; first 10 s: %s RPCs (root), slurmctld CPU %s s, %s us per node-table read\n' \
-    "$nodes" "${#hit[@]}" "$most" "$limit" "$ever" "$withheld" "$flapped" "$watch_s" "$fabric_rpcs" "$fabric_ctld" "${fabric_node_us:-?}"
+  printf '  %d nodes, fabric event on %d: most drained at once %d (limit %d), over the limit for %s s, %d drained at some point, %d reported withheld or undone, %d drained twice in %ss; first 10 s: %s RPCs (root), slurmctld CPU %s s, %s us per node-table read\n' \
+    "$nodes" "${#hit[@]}" "$most" "$limit" "$over_s" "$ever" "$withheld" "$flapped" "$watch_s" "$fabric_rpcs" "$fabric_ctld" "${fabric_node_us:-?}"
   unset before times was
   fi
 
@@ -273,7 +281,7 @@ print("ok" if not running and newest == last else "newest %d running %d" % (newe
   done
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
     "$nodes" "$idle_rpm" "$base_rpm" "$idle_ctld" "$base_ctld" "$h_cpu" "$rss" "$fault_s" "$fault_rpcs" "$fault_ctld" \
-    "$burst_s" "$burst_restarts" "$most" "$limit" "$withheld" "$flapped" "$fabric_rpcs" "$fabric_ctld/$fabric_node_us" \
+    "$burst_s" "$burst_restarts" "$most/$over_s" "$limit" "$withheld" "$flapped" "$fabric_rpcs" "$fabric_ctld/$fabric_node_us" \
     "$steps" "${churn[auto_s]}" "${churn[plain_s]}" "${churn[auto_rps]}" "${churn[plain_rps]}" "${churn[auto_lost]}" >>"$dir.tsv"
   cluster_down "$dir"
 done
@@ -283,6 +291,7 @@ while IFS=$'\t' read -r n irpm brpm ictld bctld hcpu rss fs frpc fctld bs br mos
   emit scale "$n nodes: slurmctld RPCs/min/node at idle" "$irpm with healthd" "$brpm without healthd" "no more than without" "slurmctld CPU ${ictld} s against ${bctld} s in ${idle_s} s; healthd ${hcpu}% CPU, ${rss} KiB RSS per node"
   emit scale "$n nodes: fault -> running again, job on $((n - 2)) nodes" "$fs s" "-" "< 2 s" "$frpc RPCs to slurmctld, its CPU $fctld s, fault to 3 s after running again"
   emit scale "$n nodes: 3 nodes of a job on $((n - 4)) faulty at once" "restarts $br, running again after $bs s" "-" "restarts 1" ""
-  emit scale "$n nodes: fabric event on half the nodes" "at most $most drained at once" "limit $lim" "<= limit, 0 flaps" "$wh nodes reported a withheld drain, $fl drained twice; first 10 s: $fabrpc RPCs, slurmctld CPU ${fabctld%/*} s, ${fabctld#*/} us per node-table read"
+  IFS=/ read -r most over <<<"$most"
+  emit scale "$n nodes: fabric event on half the nodes" "at most $most drained at once, over the limit for $over s" "limit $lim" "<= limit within seconds, 0 flaps" "$wh nodes reported a withheld or undone drain, $fl drained twice; first 10 s: $fabrpc RPCs, slurmctld CPU ${fabctld%/*} s, ${fabctld#*/} us per node-table read"
   emit scale "$n nodes: churn of $steps steps" "$cas s, $carps RPC/step" "$cps s, $cprps RPC/step without --auto-resume" "no wrong record" "$clost jobs with a wrong record"
 done <"$dir.tsv"

@@ -170,66 +170,66 @@ std::expected<void, std::string> SlurmActions::annotate(std::uint32_t job_id, co
   return {};
 }
 
-// Why draining `node` takes partition `partition` past max_drained_share, or "" when it does not.
-// Before our drain (`after_own_drain` false) every drained node counts. After it, only those ahead of
-// ours: anyone else's drain (an admin's, Slurm's), and healthd drains set earlier (reason time, then
-// name, so that every daemon looking at the same records ranks them alike and exactly the ones past the
-// share step back).
-std::expected<std::string, std::string> SlurmActions::share_exceeded(const std::string& partition, const std::string& node,
-                                                                     bool after_own_drain) {
-  auto nodes = slurm_.partition_nodes(partition);
-  if (!nodes) return std::unexpected(nodes.error().message);
-  if (nodes->empty()) {
-    // This node is in the partition, so an empty answer is a wrong one: judging the share on it
-    // would withhold every drain ("0 of 0 drained"), as a cut-off text read once did.
-    return std::unexpected("partition " + partition + " answered no nodes although " + node + " is in it");
-  }
-  const auto self = std::find_if(nodes->begin(), nodes->end(), [&](const NodeInfo& n) { return n.name == node; });
-  if (after_own_drain && (self == nodes->end() || !self->drained_or_draining())) return std::string();
+// Why draining `self` takes one of its partitions past max_drained_share, judged on Slurm's node
+// table `table`; "" when none. Before our drain (`after_own_drain` false) every drained node counts.
+// After it, only those ahead of ours: anyone else's drain (an admin's, Slurm's), and healthd drains
+// set earlier (reason time, then name, so that every daemon looking at the same records ranks them
+// alike and exactly the ones past the share step back).
+std::string SlurmActions::share_exceeded(const std::vector<NodeInfo>& table, const NodeInfo& self, bool after_own_drain) const {
+  if (after_own_drain && !self.drained_or_draining()) return {};  // resumed meanwhile: nothing to rank
   const auto ahead = [&](const NodeInfo& n) {
     if (!after_own_drain || !starts_with(n.reason, kReasonPrefix)) return true;
-    return std::pair(n.reason_time, n.name) < std::pair(self->reason_time, self->name);
+    return std::pair(n.reason_time, n.name) < std::pair(self.reason_time, self.name);
   };
-  std::size_t drained = 0;
-  for (const auto& n : *nodes)
-    if (n.name != node && n.drained_or_draining() && ahead(n)) ++drained;
-  const auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(nodes->size())));
-  if (drained + 1 <= limit) return std::string();
-  return std::to_string(drained) + " of " + std::to_string(nodes->size()) + " nodes of partition " + partition +
-         (after_own_drain ? " were drained before it" : " are drained already") + " (max_drained_share " +
-         std::to_string(policy_.max_drained_share) + ")";
-}
-
-// Whether max_drained_share can hold back a drain of this node. At 1 (every node may be drained) it
-// never can, and judging it would read the whole node table for nothing.
-bool SlurmActions::share_applies(const std::vector<std::string>& partitions) const {
-  return !partitions.empty() && policy_.max_drained_share < 1.0;
-}
-
-// Ranks our drain, in place, against the others of each partition; when it is past the share, gives it
-// back (resume) and answers why. Nothing: kept (or a reboot already under way, which Slurm ends with
-// the node back in service). An error: Slurm did not answer a look; the drain stays.
-std::expected<std::optional<std::string>, std::string> SlurmActions::give_back_past_share(
-    const std::string& node, const std::vector<std::string>& partitions) {
-  for (const auto& partition : partitions) {
-    auto over = share_exceeded(partition, node, true);
-    if (!over) return std::unexpected(over.error());
-    if (over->empty()) continue;
-    // A reboot slurmd has been told to do cannot be called off; a resume now would only lose the
-    // node's way back (Slurm resumes it after the reboot). One asked for but not begun can.
-    auto self = slurm_.node(node);
-    if (!self) return std::unexpected(self.error().message);
-    if (self->reboot_issued) {
-      spdlog::warn("node {}: past max_drained_share ({}), but its reboot is under way; Slurm returns it once it is back",
-                   node, *over);
-      return std::optional<std::string>();
+  for (const auto& partition : self.partitions) {
+    // `self` is in the table and in the partition: never "0 of 0 drained", which withheld every
+    // drain when a cut-off text was read (issue 11).
+    std::size_t members = 0, drained = 0;
+    for (const auto& n : table) {
+      if (std::find(n.partitions.begin(), n.partitions.end(), partition) == n.partitions.end()) continue;
+      ++members;
+      if (n.name != self.name && n.drained_or_draining() && ahead(n)) ++drained;
     }
-    if (auto r = slurm_.resume(node); !r)
-      return std::unexpected("drained past max_drained_share (" + *over + "), and could not be resumed: " + r.error().message);
-    withheld_ = "drain of " + node + " undone: " + *over;
-    return std::optional<std::string>(withheld_);
+    const auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(members)));
+    if (drained + 1 <= limit) continue;
+    return std::to_string(drained) + " of " + std::to_string(members) + " nodes of partition " + partition +
+           (after_own_drain ? " were drained before it" : " are drained already") + " (max_drained_share " +
+           std::to_string(policy_.max_drained_share) + ")";
   }
-  return std::optional<std::string>();
+  return {};
+}
+
+// Whether max_drained_share can hold back a drain: not an admin's (theirs to decide), and not at 1
+// (every node may be drained), where judging it would read the whole node table for nothing.
+bool SlurmActions::share_applies(const JournalEntry& e) const { return !e.admin && policy_.max_drained_share < 1.0; }
+
+// Slurm's whole node table, and `node`'s record in it: one read serves every partition of the node.
+std::expected<SlurmActions::TableView, std::string> SlurmActions::read_table(const std::string& node) {
+  auto table = slurm_.node_table();
+  if (!table) return std::unexpected(table.error().message);
+  auto self = std::find_if(table->begin(), table->end(), [&](const NodeInfo& n) { return n.name == node; });
+  if (self == table->end()) return std::unexpected("slurmctld's node table has no node '" + node + "'");
+  NodeInfo found = *self;
+  return TableView{std::move(*table), std::move(found)};
+}
+
+// Ranks our drain, in place, against the others of each partition; when it is past the share, gives
+// it back (resume) and answers why. Nothing: kept (or a reboot already under way, which Slurm ends
+// with the node back in service). An error: the resume failed; the drain stays.
+std::expected<std::optional<std::string>, std::string> SlurmActions::give_back_past_share(const TableView& view) {
+  const auto over = share_exceeded(view.table, view.self, true);
+  if (over.empty()) return std::optional<std::string>();
+  // A reboot slurmd has been told to do cannot be called off; a resume now would only lose the
+  // node's way back (Slurm resumes it after the reboot). One asked for but not begun can.
+  if (view.self.reboot_issued) {
+    spdlog::warn("node {}: past max_drained_share ({}), but its reboot is under way; Slurm returns it once it is back",
+                 view.self.name, over);
+    return std::optional<std::string>();
+  }
+  if (auto r = slurm_.resume(view.self.name); !r)
+    return std::unexpected("drained past max_drained_share (" + over + "), and could not be resumed: " + r.error().message);
+  withheld_ = "drain of " + view.self.name + " undone: " + over;
+  return std::optional<std::string>(withheld_);
 }
 
 void SlurmActions::settle_share(WallTime now) {
@@ -238,14 +238,19 @@ void SlurmActions::settle_share(WallTime now) {
   auto save = [&] {
     if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
   };
-  auto info = slurm_.node(node_);
-  if (info && (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix))) {
+  if (policy_.max_drained_share >= 1.0) {  // raised to 1 by a reload since: nothing to rank
+    own->share_look.reset();
+    save();
+    return;
+  }
+  auto view = read_table(node_);
+  if (view && (!view->self.drained_or_draining() || !starts_with(view->self.reason, kReasonPrefix))) {
     own->share_look.reset();  // resumed, or an admin's drain now: no longer ours to rank
     save();
     return;
   }
-  auto given_back = info ? give_back_past_share(node_, info->partitions)
-                          : std::expected<std::optional<std::string>, std::string>(std::unexpected(info.error().message));
+  auto given_back = view ? give_back_past_share(*view)
+                         : std::expected<std::optional<std::string>, std::string>(std::unexpected(view.error()));
   if (!given_back) {
     // Looked at again shortly: one node too many out for a while beats a faulty node back in service.
     spdlog::warn("node {}: looking again at max_drained_share: {}", node_, given_back.error());
@@ -270,18 +275,31 @@ void SlurmActions::settle_share(WallTime now) {
 }
 
 std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, WallTime now) {
-  auto info = slurm_.node(e.node);
-  if (!info) return std::unexpected(info.error().message);
-    if (info->drained_or_draining()) {
-    if (!starts_with(info->reason, kReasonPrefix)) {
+  // Where the share may hold the drain back, the whole table is read at once: the node's own record
+  // is in it, and one read serves every partition the node is in.
+  const bool judge_share = share_applies(e);
+  std::optional<TableView> view;
+  if (judge_share) {
+    auto v = read_table(e.node);
+    if (!v) return std::unexpected(v.error());
+    view = std::move(*v);
+  } else {
+    auto n = slurm_.node(e.node);
+    if (!n) return std::unexpected(n.error().message);
+    view = TableView{{}, std::move(*n)};
+  }
+  const NodeInfo& info = view->self;
+  const bool ranked = judge_share && !info.partitions.empty();  // our drain is ranked after it takes
+  if (info.drained_or_draining()) {
+    if (!starts_with(info.reason, kReasonPrefix)) {
       // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
-      spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info->reason, 240));
-      admin_outcome_ = "already drained by someone else (" + sanitize(info->reason, 120) + "); left as it is";
+      spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info.reason, 240));
+      admin_outcome_ = "already drained by someone else (" + sanitize(info.reason, 120) + "); left as it is";
       if (e.cure && journal_.own_drain() && journal_.own_drain()->code == e.code)
         journal_.own_drain().reset();  // a cure step of ours on a node that is now theirs: the cure ends
       return true;
     }
-    bool rebooting = info->reboot_pending();
+    bool rebooting = info.reboot_pending();
     std::string reboot_error;
     if (e.reboot && !rebooting) {
       // Drained by us for a lesser fault, now one whose cure is a reboot.
@@ -291,27 +309,22 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
         spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, reboot_error);
       }
     }
-    if (info->reason != e.reason && !rebooting) {
+    if (info.reason != e.reason && !rebooting) {
       if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
     }
     // A look at the share still due stays due. A drain of ours never looked at (the daemon was
     // killed after the drain took, before it was saved) is looked at now.
     const auto& before = journal_.own_drain();
-    const auto look = before ? before->share_look
-                             : (e.admin || !share_applies(info->partitions) ? std::nullopt : std::optional<WallTime>(now));
+    const auto look = before ? before->share_look : (ranked ? std::optional<WallTime>(now) : std::nullopt);
     own_drain_from(e, rebooting, reboot_error, now);
     journal_.own_drain()->share_look = look;
     acted_ = rebooting ? Action::reboot : Action::drain;  // ours: this drain, or a replay of it
     return true;
   }
-  // Never take out more than the allowed share of any partition this node is in (an admin's own
-  // drain through healthctl is theirs to decide).
-  const auto partitions = e.admin || !share_applies(info->partitions) ? std::vector<std::string>{} : info->partitions;
-  for (const auto& partition : partitions) {
-    auto over = share_exceeded(partition, e.node, false);
-    if (!over) return std::unexpected(over.error());
-    if (!over->empty()) {
-      withheld_ = "drain of " + e.node + " withheld: " + *over;
+  // Never take out more than the allowed share of any partition this node is in.
+  if (judge_share) {
+    if (auto over = share_exceeded(view->table, info, false); !over.empty()) {
+      withheld_ = "drain of " + e.node + " withheld: " + over;
       spdlog::error("{}; fault: {}", withheld_, e.reason);
       return true;
     }
@@ -334,13 +347,15 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
-  if (!partitions.empty()) {
+  if (ranked) {
     // The daemons of other nodes hit by the same event (a fabric-wide fault) looked at the partition in
     // the same instant and each saw room for one more drain. Looked at again with the drains in place,
-    // the ones past the share give theirs back, before their jobs are requeued onto nothing better; a
-    // failed look or resume keeps the drain (one node too many out beats a faulty node in service by
-    // mistake). Drains of the same second still landing are ranked by settle_share once it is over.
-    auto given_back = give_back_past_share(e.node, partitions);
+    // the ones past the share give theirs back, before their jobs are requeued; a failed look or
+    // resume keeps the drain (one node too many out beats a faulty node in service by mistake). Drains
+    // of the same second still landing are ranked by settle_share once that second is over.
+    auto again = read_table(e.node);
+    auto given_back = again ? give_back_past_share(*again)
+                            : std::expected<std::optional<std::string>, std::string>(std::unexpected(again.error()));
     if (!given_back) spdlog::error("node {}: {}", e.node, given_back.error());
     if (given_back && *given_back) {
       spdlog::error("{}; fault: {}", **given_back, e.reason);
@@ -349,7 +364,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now);
-  if (!partitions.empty()) journal_.own_drain()->share_look = now + kShareSettle;
+  if (ranked) journal_.own_drain()->share_look = now + kShareSettle;
   acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
   return true;
 }

@@ -109,11 +109,15 @@ class SlurmActions {
  private:
   // One journal entry each; true when it is finished (done, or nothing left to do).
   std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
-  std::expected<std::string, std::string> share_exceeded(const std::string& partition, const std::string& node,
-                                                         bool after_own_drain);
-  bool share_applies(const std::vector<std::string>& partitions) const;
-  std::expected<std::optional<std::string>, std::string> give_back_past_share(const std::string& node,
-                                                                              const std::vector<std::string>& partitions);
+  // max_drained_share (slurm_actions.cpp): one read of Slurm's node table, with this node's record.
+  struct TableView {
+    std::vector<NodeInfo> table;  // empty where the share is not judged (only `self` was read)
+    NodeInfo self;
+  };
+  std::expected<TableView, std::string> read_table(const std::string& node);
+  std::string share_exceeded(const std::vector<NodeInfo>& table, const NodeInfo& self, bool after_own_drain) const;
+  bool share_applies(const JournalEntry& e) const;
+  std::expected<std::optional<std::string>, std::string> give_back_past_share(const TableView& view);
   // Our drain's second look at max_drained_share, once the second Slurm stamped it with is over on
   // slurmctld's clock: every daemon of a fabric-wide event then ranks the same complete set of drains
   // (reason time, then name), and exactly the ones past the share give theirs back. Saved with the

@@ -156,21 +156,17 @@ SlurmResult<NodeInfo> SlurmApiClient::node(const std::string& name) {
   });
 }
 
-SlurmResult<std::vector<NodeInfo>> SlurmApiClient::partition_nodes(const std::string& partition) {
-  const std::string what = "load the nodes of partition " + partition;
-  return call<std::vector<NodeInfo>>("load_nodes", what, [partition, what]() -> SlurmResult<std::vector<NodeInfo>> {
+SlurmResult<std::vector<NodeInfo>> SlurmApiClient::node_table() {
+  const std::string what = "load the node table";
+  return call<std::vector<NodeInfo>>("load_nodes", what, [what]() -> SlurmResult<std::vector<NodeInfo>> {
     NodeTable t;
     if (slurm_load_node(0, &t.nodes, SHOW_ALL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
     if (auto p = load_partitions_into(t, what); !p) return std::unexpected(p.error());
     std::vector<NodeInfo> out;
+    out.reserve(t.nodes->record_count);
     for (std::uint32_t i = 0; i < t.nodes->record_count; ++i) {
       if (t.nodes->node_array[i].name == nullptr) continue;  // a hole in the node table (FUTURE/cloud)
-      auto n = to_node_info(t.nodes->node_array[i]);
-      for (const auto& p : n.partitions)
-        if (p == partition) {
-          out.push_back(std::move(n));
-          break;
-        }
+      out.push_back(to_node_info(t.nodes->node_array[i]));
     }
     return out;
   });

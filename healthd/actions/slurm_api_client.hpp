@@ -28,7 +28,7 @@ class SlurmApiClient : public SlurmClient {
   SlurmApiClient(std::string scontrol, std::chrono::milliseconds timeout);
 
   SlurmResult<NodeInfo> node(const std::string& name) override;
-  SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) override;
+  SlurmResult<std::vector<NodeInfo>> node_table() override;
   SlurmResult<JobInfo> job(std::uint32_t job_id) override;
   SlurmResult<void> drain(const std::string& node, const std::string& reason) override;
   SlurmResult<void> reboot(const std::string& node, const std::string& reason) override;

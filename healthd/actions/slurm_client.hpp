@@ -94,7 +94,9 @@ class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
   virtual SlurmResult<NodeInfo> node(const std::string& name) = 0;
-  virtual SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) = 0;
+  // Every node slurmctld knows, each with the partitions it is in: one read of the whole node table,
+  // whatever the number of partitions looked at in it (max_drained_share, a step re-run).
+  virtual SlurmResult<std::vector<NodeInfo>> node_table() = 0;
   virtual SlurmResult<JobInfo> job(std::uint32_t job_id) = 0;
   virtual SlurmResult<void> drain(const std::string& node, const std::string& reason) = 0;
   // Drains the node now and reboots it once idle; Slurm resumes it when it is back (nextstate=RESUME).

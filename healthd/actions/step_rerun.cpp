@@ -77,7 +77,7 @@ std::expected<std::optional<std::string>, std::string> SlurmActions::rerun_step(
   // own healthd is about to act on them; a re-run landing there would fail again).
   std::vector<std::string> out{node_};
   if (!job.partition.empty())
-    if (auto nodes = slurm_.partition_nodes(job.partition))
+    if (auto nodes = slurm_.node_table())
       for (const auto& n : *nodes)
         if (n.name != node_ && n.drained_or_draining() && has(job.nodes, n.name)) out.push_back(n.name);
   std::vector<std::string> left;

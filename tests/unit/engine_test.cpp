@@ -20,7 +20,7 @@ class UnusedSlurm : public SlurmClient {
 
  public:
   SlurmResult<NodeInfo> node(const std::string&) override { return no(); }
-  SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string&) override { return no(); }
+  SlurmResult<std::vector<NodeInfo>> node_table() override { return no(); }
   SlurmResult<JobInfo> job(std::uint32_t) override { return no(); }
   SlurmResult<void> drain(const std::string&, const std::string&) override { return no(); }
   SlurmResult<void> reboot(const std::string&, const std::string&) override { return no(); }

@@ -51,12 +51,14 @@ class FakeSlurm : public SlurmClient {
     after();
     return n;
   }
-  int partition_reads = 0;  // whole node-table reads (what a fabric-wide event multiplies)
-  SlurmResult<std::vector<NodeInfo>> partition_nodes(const std::string& partition) override {
-    ++partition_reads;
+  int table_reads = 0;  // whole node-table reads (what a fabric-wide event multiplies)
+  SlurmResult<std::vector<NodeInfo>> node_table() override {
+    before();
+    if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
+    ++table_reads;
     std::vector<NodeInfo> out;
-    for (auto& [n, i] : nodes)
-      if (std::find(i.partitions.begin(), i.partitions.end(), partition) != i.partitions.end()) out.push_back(i);
+    for (auto& [n, i] : nodes) out.push_back(i);
+    after();
     return out;
   }
   SlurmResult<JobInfo> job(std::uint32_t id) override {

@@ -324,10 +324,10 @@ TEST(Responder, AShareOfOneReadsNoNodeTable) {
   for (int i = 0; i < 4; ++i) f.sweep(true);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
-  EXPECT_EQ(f.slurm.partition_reads, 0);
+  EXPECT_EQ(f.slurm.table_reads, 0);
   Fixture g;  // the default share (0.5): a look before the drain, one just after, one once its second is over
   for (int i = 0; i < 4; ++i) g.sweep(true);
-  EXPECT_EQ(g.slurm.partition_reads, 3);
+  EXPECT_EQ(g.slurm.table_reads, 3);
 }
 
 TEST(Responder, SlurmNotAnsweringKeepsTheActionsPendingUntilItDoes) {
