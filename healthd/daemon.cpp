@@ -293,8 +293,10 @@ class Daemon {
   // with a cadence of their own that are due; finished jobs are forgotten after the retention time.
   void start_schedules() {
     // The period is read at each re-arm: a reload's check_interval_s takes effect at the next sweep.
+    // Spread: the first sweep comes at once, the second at a random point of the interval, and the
+    // rest one interval apart from it (PeriodicTasks::Phase).
     periodic_.every([this] { return std::chrono::milliseconds(config_.policy.check_interval); },
-                    [this] { service_.judge_now("periodic"); }, true);
+                    [this] { service_.judge_now("periodic"); }, true, PeriodicTasks::Phase::spread);
     // Read at each re-arm too: rebuilt checks may have another cadence. With no check of a cadence of
     // its own the task waits a minute and looks again.
     periodic_.every(
@@ -304,7 +306,8 @@ class Daemon {
         },
         [this] {
           if (poll_period(checks_).count() > 0) service_.judge_now("poll", true);
-        });
+        },
+        false, PeriodicTasks::Phase::spread);
     // systemd's watchdog (WatchdogSec): pinged from the event loop itself at half its period, so a
     // loop that hangs stops the pings and systemd restarts the daemon.
     std::uint64_t watchdog_usec = 0;

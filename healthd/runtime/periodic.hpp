@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include <asio.hpp>
@@ -17,11 +18,19 @@ class PeriodicTasks {
   PeriodicTasks(const PeriodicTasks&) = delete;
   PeriodicTasks& operator=(const PeriodicTasks&) = delete;
 
+  // Where in its period a task's runs fall. aligned: one period after start (or after the first run).
+  // spread: the first wait is a random part of the period, so the daemons of a fleet restarted in the
+  // same second (a fleet-wide `systemctl restart`) do not run their sweeps, and hit what the sweeps
+  // read (a shared checkpoint filesystem), in the same second ever after.
+  enum class Phase { aligned, spread };
+
   // Runs `task` on the event loop every `every`; the first time once the loop runs (first_now) or
-  // one period from now. A period of 0 is no task at all.
-  void every(std::chrono::milliseconds every, std::function<void()> task, bool first_now = false);
+  // after one period (or a random part of it: Phase::spread). A period of 0 is no task at all.
+  void every(std::chrono::milliseconds every, std::function<void()> task, bool first_now = false,
+             Phase phase = Phase::aligned);
   // The same with a period read again at each re-arm (a reloaded config's check_interval_s).
-  void every(std::function<std::chrono::milliseconds()> period, std::function<void()> task, bool first_now = false);
+  void every(std::function<std::chrono::milliseconds()> period, std::function<void()> task, bool first_now = false,
+             Phase phase = Phase::aligned);
   // Cancels every task; none runs again.
   void stop();
 
@@ -32,12 +41,17 @@ class PeriodicTasks {
     asio::steady_timer timer;
     std::function<std::chrono::milliseconds()> period;
     std::function<void()> run;
+    bool spread_next = false;  // the next wait is a random part of the period (once)
   };
   void arm(Task& task);
 
   asio::io_context& io_;
   std::vector<std::unique_ptr<Task>> tasks_;
   bool stopped_ = false;
+  std::minstd_rand rng_{std::random_device{}()};
 };
+
+// The first wait of a Phase::spread task: uniform in [1 ms, period].
+std::chrono::milliseconds spread_phase(std::chrono::milliseconds period, std::minstd_rand& rng);
 
 }  // namespace ar::healthd
