@@ -380,8 +380,11 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
   if (type == "jobs") return Request{JobsQuery{}};
   if (type == "check") return Request{CheckNow{}};
   if (type == "explain") {
+    // The fields are read before the message is handed on: the order in which a call's arguments are
+    // evaluated is unspecified (clang reads left to right, and would hand on the message unread).
     ExplainQuery m;
-    return finish(std::move(m), detail::read_fields(j, m, f("job_id", &ExplainQuery::job_id)));
+    auto e = detail::read_fields(j, m, f("job_id", &ExplainQuery::job_id));
+    return finish(std::move(m), e);
   }
   if (type == "events") {
     EventsQuery m;
@@ -400,7 +403,8 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
   }
   if (type == "admin_resume") {
     AdminResume m;
-    return finish(std::move(m), j.contains("force") ? detail::read_fields(j, m, f("force", &AdminResume::force)) : std::nullopt);
+    auto e = j.contains("force") ? detail::read_fields(j, m, f("force", &AdminResume::force)) : std::nullopt;
+    return finish(std::move(m), e);
   }
   if (type == "admin_clear") {
     AdminClear m;

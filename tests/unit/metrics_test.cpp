@@ -105,6 +105,13 @@ json status_with(json checks, bool faulty = false, const std::string& code = "",
           {"sweep_ms", 40.0},
           {"last_sweep", "periodic"}};
 }
+// A list of results: `{r}` made into a json is an array of r with GCC but r itself with clang
+// (nlohmann's brace initialisation), so the array is built explicitly.
+json status_with(std::initializer_list<json> checks, bool faulty = false, const std::string& code = "", std::uint64_t seq = 1) {
+  json list = json::array();
+  for (const auto& c : checks) list.push_back(c);
+  return status_with(std::move(list), faulty, code, seq);
+}
 
 // The fake NVML's scenario for this test (tests/fakes/README.md).
 struct Scenario {

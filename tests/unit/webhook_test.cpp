@@ -48,13 +48,17 @@ struct Request {
 // One HTTP/1.1 endpoint on 127.0.0.1:<free port>, one connection at a time. Answers the scripted
 // responses in order (the last one again once they run out); in blackhole mode it accepts and reads
 // and never answers (connections stay open until the server goes).
+// One scripted answer. Outside the server class: clang cannot use a nested class's default member
+// initializers in a default argument of the enclosing class (the constructor's `= {{}}`).
+struct ScriptedReply {
+  int status = 200;
+  std::string body = "ok";
+  std::string extra_headers;  // "Name: value\r\n" lines
+};
+
 class LoopbackServer {
  public:
-  struct Reply {
-    int status = 200;
-    std::string body = "ok";
-    std::string extra_headers;  // "Name: value\r\n" lines
-  };
+  using Reply = ScriptedReply;
 
   explicit LoopbackServer(std::vector<Reply> replies = {{}}, bool blackhole = false)
       : replies_(std::move(replies)), blackhole_(blackhole) {
