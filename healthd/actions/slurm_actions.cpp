@@ -715,7 +715,12 @@ void SlurmActions::follow_requeued(WallTime now) {
     if (job->restart_count < f.restart_count) return waited > std::chrono::minutes(10);
     // start_time is slurmctld's, in whole seconds: one within the second before the requeue is this run.
     const bool started_since = job->start_time >= f.since - std::chrono::seconds(1);
-    if (job->state == "RUNNING" || job->state == "CONFIGURING" || (job->state == "COMPLETING" && started_since)) {
+    // COMPLETING is a run only when the run ended (a short attempt between two looks): a requeued job
+    // whose last attempt is still ending is PENDING underneath, with the scheduler's expected start in
+    // start_time (seen at 128 nodes: "running again" 4 s before it did, and its node returned early).
+    const bool ran = job->state == "RUNNING" || job->state == "CONFIGURING" ||
+                     (job->state == "COMPLETING" && !job->pending && started_since);
+    if (ran) {
       const auto started = started_since ? std::max(job->start_time, f.since) : std::chrono::system_clock::now();
       timeline_.record(f.job_id, {started, node_, "running again", "on " + job->node_list + ", " + after_requeue(started)});
       JournalEntry about;

@@ -70,6 +70,9 @@ struct JobInfo {
   bool heterogeneous = false;  // a component of a heterogeneous job (sbatch's ':' or --het-group)
   std::string partition;      // where it runs (a running job has one)
   std::vector<std::string> nodes;  // node_list, expanded
+  // The state without its flags is PENDING: with COMPLETING, a requeued job whose last attempt is
+  // still ending (its start_time is then the scheduler's expected start, not a run's).
+  bool pending = false;
 };
 
 // A step of a job as slurmctld lists it (slurm_get_job_steps).

@@ -78,6 +78,7 @@ JobInfo to_job_info(const slurm_job_info_t& job) {
   JobInfo j;
   j.job_id = job.job_id;
   j.state = job_state_name(job.job_state);
+  j.pending = (job.job_state & JOB_STATE_BASE) == JOB_PENDING;
   j.reason = job_reason_name(job.state_reason);
   j.restart_count = job.restart_cnt;
   j.user_id = job.user_id;

@@ -724,6 +724,33 @@ TEST(Responder, AJobCancelledWhilePendingIsNotSaidToHaveStarted) {
   EXPECT_NE(events.back().detail.find("without being seen running again"), std::string::npos);
 }
 
+// Seen at 128 nodes: another node's daemon requeued a 124-node job, whose last attempt took seconds
+// to end. Meanwhile slurmctld shows it COMPLETING over PENDING, with the backfill scheduler's
+// expected start in its start time: this daemon said "running again" 4 s early, and returned its node,
+// which the job then restarted onto.
+TEST(Responder, ARequeuedJobStillEndingItsLastAttemptIsNotRunningAgainYet) {
+  PolicyConfig p;
+  p.recovery_passes = 1;
+  Fixture f(p);
+  auto& job = f.slurm.jobs[7];
+  job.restart_count = 1;  // requeued by another node's healthd
+  job.state = "COMPLETING";
+  job.pending = true;
+  job.start_time = f.now + 5s;
+  f.slurm.completing_left[7] = 1000;
+  f.sweep(true);
+  ASSERT_TRUE(f.timeline.has_event(7, "requeued elsewhere"));
+  for (int i = 0; i < 3; ++i) f.sweep(false);  // the node is healthy again meanwhile
+  EXPECT_FALSE(f.timeline.has_event(7, "running again"));
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);  // not returned before the job runs again
+  job.state = "RUNNING";
+  job.pending = false;
+  job.start_time = f.now;
+  for (int i = 0; i < 3; ++i) f.sweep(false);
+  EXPECT_TRUE(f.timeline.has_event(7, "running again"));
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
 TEST(Responder, FollowingARequeuedJobSlowsDownWhileItWaits) {
   Fixture f;
   f.slurm.release_starts_job = false;

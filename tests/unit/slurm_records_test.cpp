@@ -63,8 +63,12 @@ TEST(SlurmRecords, AJobCommentHoldingJobFieldsIsOnlyTheComment) {
 
 TEST(SlurmRecords, JobStateFlagsNameTheStateAsScontrolDoes) {
   slurm_job_info_t j{};
-  j.job_state = JOB_PENDING | JOB_COMPLETING;
+  j.job_state = JOB_PENDING | JOB_COMPLETING;  // requeued, its last attempt still ending
   EXPECT_EQ(to_job_info(j).state, "COMPLETING");
+  EXPECT_TRUE(to_job_info(j).pending);
+  j.job_state = JOB_COMPLETE | JOB_COMPLETING;  // a run that ended
+  EXPECT_EQ(to_job_info(j).state, "COMPLETING");
+  EXPECT_FALSE(to_job_info(j).pending);
   j.job_state = JOB_PENDING | JOB_REQUEUE;
   EXPECT_EQ(to_job_info(j).state, "REQUEUED");
   j.job_state = JOB_PENDING;
