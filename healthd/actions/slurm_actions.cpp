@@ -68,6 +68,7 @@ void SlurmActions::run_due(WallTime now) {
     std::expected<bool, std::string> r;
     acted_.reset();
     admin_outcome_.clear();
+    const auto started = std::chrono::steady_clock::now();
     switch (e.kind) {
       case Action::drain: r = do_drain(e, now); break;
       case Action::requeue: r = do_requeue(e, now); break;
@@ -102,7 +103,12 @@ void SlurmActions::run_due(WallTime now) {
     } else if (!r) {
       spdlog::warn("{} {}{}: will retry: {}", to_string(e.kind), e.job_id ? "job " + std::to_string(e.job_id) : "node ",
                    e.job_id ? "" : e.node, r.error());
-      if (auto c = journal_.retry_later(e.id, r.error(), now); !c) spdlog::error("journal: {}", c.error());
+      // The wait runs from the failure, not from before the call: a call to a slurmctld that is down
+      // or hung takes up to [slurm] timeout_s (libslurm retries its connection for about 9 s), so
+      // waits of 2, 4 and 8 s counted from before it were over when it failed, and every daemon
+      // asked again at once, for as long as slurmctld was away (bench/outage.sh).
+      const WallTime failed_at = now + std::chrono::duration_cast<WallTime::duration>(std::chrono::steady_clock::now() - started);
+      if (auto c = journal_.retry_later(e.id, r.error(), failed_at); !c) spdlog::error("journal: {}", c.error());
       // Said once per action, when it has failed `failing_after` times in a row (it is still retried).
       if (const auto* current = journal_.find(e.id); current != nullptr && current->attempts == failing_after_)
         notice(NoticeKind::action_failing, e,

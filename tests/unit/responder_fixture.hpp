@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/responder.hpp"
@@ -42,8 +43,14 @@ class FakeSlurm : public SlurmClient {
     if (call_no == kill_at && kill_after) throw Killed{};
   }
 
+  // How long a call takes to fail while Slurm is not answering (a slurmctld down or hung).
+  std::chrono::milliseconds fail_after{0};
+  void fail_slowly() const {
+    if (!answering && fail_after.count() > 0) std::this_thread::sleep_for(fail_after);
+  }
   SlurmResult<NodeInfo> node(const std::string& name) override {
     before();
+    fail_slowly();
     if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
     auto it = nodes.find(name);
     if (it == nodes.end()) return std::unexpected(SlurmError(SlurmError::Kind::gone, "Invalid node name specified"));
@@ -54,6 +61,7 @@ class FakeSlurm : public SlurmClient {
   int table_reads = 0;  // whole node-table reads (what a fabric-wide event multiplies)
   SlurmResult<std::vector<NodeInfo>> node_table() override {
     before();
+    fail_slowly();
     if (!answering) return std::unexpected(SlurmError(SlurmError::Kind::not_answering, "Slurm did not answer"));
     ++table_reads;
     std::vector<NodeInfo> out;
@@ -224,6 +232,12 @@ struct Fixture {
     for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.nodes[n] = NodeInfo{n, "IDLE", "", {"debug"}};
     slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline);
+  }
+  // Node `n`'s own healthd drained it in the second of the last sweep (n2's drain, if it made one),
+  // after that sweep's looks at the share.
+  void drained_in_the_last_sweeps_second(const std::string& n) {
+    slurm.clock = now - 1s;
+    slurm.drained_by_its_healthd(n, 0s);
   }
   void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Action action = Action::drain) {
     slurm.clock = now;

@@ -244,8 +244,7 @@ TEST(Responder, ASameSecondDrainThatLandsAfterTheFirstLookIsRankedAtTheSecondLoo
   EXPECT_EQ(f.slurm.count("resume n2"), 0);  // nothing ahead of it at the first look
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
   // n1's daemon drained n1 in the same second as n2, just after n2's first look.
-  f.slurm.clock = f.now - 1s;
-  f.slurm.drained_by_its_healthd("n1", 0s);
+  f.drained_in_the_last_sweeps_second("n1");
   f.responder->run_due(f.now);  // 1 s after the drain: the second may not be over yet
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   f.now += 1s;
@@ -267,8 +266,7 @@ TEST(Responder, ADrainAheadOfTheSameSecondDrainsLandingAfterItIsKeptAtTheSecondL
   p.max_drained_share = 0.25;
   Fixture f(p);
   f.sweep(true);
-  f.slurm.clock = f.now - 1s;
-  f.slurm.drained_by_its_healthd("n3", 0s);
+  f.drained_in_the_last_sweeps_second("n3");
   for (int i = 0; i < 3; ++i) f.sweep(true);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   EXPECT_TRUE(f.slurm.nodes["n2"].drain);
@@ -283,8 +281,7 @@ TEST(Responder, TheSecondLookAtTheShareIsMadeAfterARestart) {
   Fixture f(p);
   f.sweep(true);
   ASSERT_EQ(f.slurm.count("drain n2"), 1);
-  f.slurm.clock = f.now - 1s;
-  f.slurm.drained_by_its_healthd("n1", 0s);
+  f.drained_in_the_last_sweeps_second("n1");
   Journal reloaded(f.dir / "journal.json");
   ASSERT_TRUE(reloaded.load());
   ASSERT_TRUE(reloaded.own_drain());
@@ -306,8 +303,7 @@ TEST(Responder, ARebootPastTheShareIsCalledOffUnlessItIsUnderWay) {
     Fixture f(p);
     f.sweep(true, {{7, 0, true}}, Action::reboot);
     ASSERT_EQ(f.slurm.count("reboot n2"), 1);
-    f.slurm.clock = f.now - 1s;
-    f.slurm.drained_by_its_healthd("n1", 0s);
+    f.drained_in_the_last_sweeps_second("n1");
     f.slurm.nodes["n2"].reboot_issued = issued;
     f.now += 2s;
     f.responder->run_due(f.now);
@@ -341,6 +337,27 @@ TEST(Responder, SlurmNotAnsweringKeepsTheActionsPendingUntilItDoes) {
   EXPECT_TRUE(f.journal.pending().empty());
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+// Seen with bench/outage.sh: while slurmctld was down each call took about 9 s to fail, and the
+// wait before the next try (2 s, 4 s, 8 s ...) was counted from before the call, so it was over
+// when the call failed: every daemon asked again at once, as long as slurmctld was away. The wait
+// now starts when the call has failed.
+TEST(Responder, TheWaitBeforeTryingAgainStartsWhenTheCallHasFailed) {
+  Fixture f;
+  ASSERT_TRUE(f.slurm.node("n2"));  // Slurm answered once (the daemon's start), then went away
+  f.responder->run_due(f.now);
+  f.slurm.answering = false;
+  f.slurm.fail_after = 1200ms;
+  const auto tried_at = f.now;
+  f.sweep(true);
+  ASSERT_FALSE(f.journal.pending().empty());
+  const auto& drain = f.journal.pending().front();
+  ASSERT_EQ(drain.kind, Action::drain);
+  ASSERT_EQ(drain.attempts, 1u);
+  // The first wait is 1 to 2 s (2 s less a random part of up to half), after the 1.2 s the call took.
+  EXPECT_GE(drain.next_try - tried_at, 1200ms + 1s);
+  EXPECT_LE(drain.next_try - tried_at, 1200ms + 2s + 500ms);
 }
 
 TEST(Responder, ARestartedDaemonFinishesThePendingRequeueOnce) {
