@@ -148,6 +148,16 @@ proc_child_ticks() { proc_stat_sum "$1" 13 14; }
 
 # ---- the local Slurm cluster (tests/cluster/cluster.sh) -------------------------------------------
 
+# sdiag_rpcs: root's RPCs to slurmctld since the last `sdiag -r`, less sdiag's own (REQUEST_STATS_INFO).
+sdiag_rpcs() {
+  command sdiag 2>/dev/null | awk '
+    function count() { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) { c = $i; sub("count:", "", c); return c } return 0 }
+    /by message type/ { sec = "type"; next } /by user/ { sec = "user"; next } /^[^ \t]/ { sec = "" }
+    sec == "type" && $1 == "REQUEST_STATS_INFO" { stats = count() }
+    sec == "user" && $1 == "root" { root = count() }
+    END { print root - stats }'
+}
+
 job_field() { scontrol show job "$1" -o 2>/dev/null | grep -o " $2=[^ ]*" | cut -d= -f2; }
 job_state() { job_field "$1" JobState; }
 job_restarts() { job_field "$1" Restarts; }

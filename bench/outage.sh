@@ -31,19 +31,25 @@ export AR_START_TIMEOUT=300
 efa_err() { echo "efa 0000:10:1b.0: Admin command timed out"; }
 ctld_pid() { tr -dc 0-9 <"$dir/run/slurmctld.pid"; }
 log_lines() { grep -c "$2" "$dir/log/healthd-$1.log" 2>/dev/null || true; }
-# sdiag_root: root's RPCs since the last `sdiag -r`, less sdiag's own
-sdiag_root() {
-  command sdiag 2>/dev/null | awk '
-    function count() { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) { c = $i; sub("count:", "", c); return c } return 0 }
-    /by message type/ { sec = "type"; next } /by user/ { sec = "user"; next } /^[^ \t]/ { sec = "" }
-    sec == "type" && $1 == "REQUEST_STATS_INFO" { stats = count() }
-    sec == "user" && $1 == "root" { root = count() }
-    END { print root - stats }'
-}
-drained_count() { sinfo -h -N -t drain,draining,drained -o '%N' 2>/dev/null | sort -u | grep -c . || true; }
 # most_in_a_second PATTERN FILE...: the most log lines matching PATTERN in any one second of the logs
+# (healthd's log lines start with an ISO time: 2026-12-04T19:13:18.565)
 most_in_a_second() {
-  grep -h "$1" "${@:2}" 2>/dev/null | sed -n 's/^\[\([0-9-]* [0-9:]*\)\..*/\1/p' | sort | uniq -c | sort -rn | head -1 | awk '{ print $1 + 0 }'
+  grep -h "$1" "${@:2}" 2>/dev/null | sed -n 's/^\([0-9-]*T[0-9:]*\)\..*/\1/p' | sort | uniq -c | sort -rn | head -1 | awk '{ print $1 + 0 }'
+}
+# last_after PATTERN T FILE...: seconds from T (epoch) to the last of the first lines matching
+# PATTERN after T in each log; "-" when a log has none
+last_after() {
+  local pattern=$1 t=$2 f line worst=0 at
+  shift 2
+  for f in "$@"; do
+    line=$(grep "$pattern" "$f" 2>/dev/null | while read -r stamp _; do
+      at=$(date -d "$stamp" +%s.%N 2>/dev/null) || continue
+      awk -v a="$at" -v t="$t" 'BEGIN { exit !(a >= t) }' && { echo "$at"; break; }
+    done)
+    [ -n "$line" ] || { echo "-"; return; }
+    worst=$(awk -v w="$worst" -v a="$line" -v t="$t" 'BEGIN { d = a - t; print (d > w ? d : w) }')
+  done
+  fmt "$worst" 2
 }
 
 # run LABEL BUILD: one outage with healthd of BUILD; prints the figures and appends a row to $dir.tsv
@@ -78,16 +84,16 @@ run() {
   local -a per_s=()
   for ((i = 0; i < watch_s; i++)); do
     sleep 1
-    now_rpcs=$(sdiag_root)
+    now_rpcs=$(sdiag_rpcs)
     per_s+=($((now_rpcs - prev)))
     ((now_rpcs - prev > peak)) && peak=$((now_rpcs - prev))
     prev=$now_rpcs
-    if [ "$all_at" = "-" ] && [ "$(drained_count)" -ge "${#hit[@]}" ]; then all_at=$(since "$t_back"); fi
   done
   total=$prev
   # drains by the hit daemons in one second: comparable across builds, whose calls per drain differ
   local drains_peak
   drains_peak=$(most_in_a_second "drained node" "${logs[@]}")
+  all_at=$(last_after "drained node" "$t_back" "${logs[@]}")
   printf '  %s: %d of %d nodes hit, slurmctld away %s s: %d failed tries (at most %s in one second); back: all drained after %s s, at most %s drains in one second; %d RPCs (root) in %s s, at most %d in one second; per second: %s\n' \
     "$label" "${#hit[@]}" "$nodes" "$down_s" "$tries" "${during:-0}" "$all_at" "${drains_peak:-0}" "$total" "$watch_s" "$peak" "${per_s[*]}"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "${#hit[@]}" "$tries" "${during:-0}" "$all_at" "${drains_peak:-0}" "$total" "$peak" "${per_s[*]:0:20}" >>"$dir.tsv"

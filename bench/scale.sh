@@ -59,15 +59,6 @@ scontrol() { if [ "$AS_NOBODY" = 1 ]; then runuser -u nobody -- scontrol "$@"; e
 sinfo() { if [ "$AS_NOBODY" = 1 ]; then runuser -u nobody -- sinfo "$@"; else command sinfo "$@"; fi; }
 squeue() { if [ "$AS_NOBODY" = 1 ]; then runuser -u nobody -- squeue "$@"; else command squeue "$@"; fi; }
 
-# sdiag_rpcs: root's RPCs to slurmctld since the last `sdiag -r`, less sdiag's own (REQUEST_STATS_INFO).
-sdiag_rpcs() {
-  command sdiag 2>/dev/null | awk '
-    function count() { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) { c = $i; sub("count:", "", c); return c } return 0 }
-    /by message type/ { sec = "type"; next } /by user/ { sec = "user"; next } /^[^ \t]/ { sec = "" }
-    sec == "type" && $1 == "REQUEST_STATS_INFO" { stats = count() }
-    sec == "user" && $1 == "root" { root = count() }
-    END { print root - stats }'
-}
 # sdiag_top: the 4 most frequent RPC types since the reset, "TYPE:COUNT ...", every user's (the
 # benchmark's polls as nobody too: shown only for windows without them, idle and churn)
 sdiag_top() {
