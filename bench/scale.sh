@@ -13,7 +13,13 @@
 #            once (sinfo polled every 0.2 s) against floor(max_drained_share x nodes), how long more than
 #            that were drained (a drain past the share is undone within about 2 s), the nodes whose
 #            healthd reported a withheld or undone drain, and nodes drained twice within BENCH_FABRIC_WATCH_S (30) after the
-#            event (flapping); slurmctld's RPCs and CPU over the first 10 s
+#            event (flapping); slurmctld's RPCs and CPU over the first 10 s; healthd's node-table reads
+#            over the whole watch (healthd_slurm_calls_total{call="load_nodes"} summed over the nodes'
+#            metrics files: sdiag counts the benchmark's own sinfo polls with them). BENCH_CTLD_CPU=PCT
+#            holds slurmctld to PCT % of one core from the event to the end of the watch (a cgroup's CPU
+#            quota): a slurmctld as slow to answer as one with thousands of nodes. BENCH_FABRIC_JOBS=1
+#            runs a 1-node auto-resume job on every node first, and counts the jobs requeued, and those
+#            of them whose node was back in service at the end (their drain undone: a restart for nothing)
 #   churn:   BENCH_CHURN_STEPS (default 2000) `srun --auto-resume=1 -n1 true` steps, spread over one
 #            1-node job per node, one after the other in each job; then every job's record on its node
 #            (healthctl jobs --json): known, every step ended, the newest step the last one run; RPCs and
@@ -21,7 +27,9 @@
 #            same steps without --auto-resume (the plugin loaded but idle)
 # BENCH_PARTS (default "idle fault burst fabric churn") picks the measurements; the others print "-".
 # healthd's settings: check_interval_s = BENCH_CHECK_INTERVAL_S (default 5; a sweep never calls Slurm,
-# it only sets how soon a drained node comes back), hold_s = 2, recovery_passes = 1, max_drained_share =
+# it only sets how soon a drained node comes back), hold_s = BENCH_HOLD_S (default 2; longer than the
+# fabric watch keeps every drain in place until it ends, where an event slowed by BENCH_CTLD_CPU would
+# otherwise see its first nodes come back before its last drains), recovery_passes = 1, max_drained_share =
 # 0.4 (floor(0.4 x 8) = 3 drains allowed at 8 nodes, 25 at 64), flap_max_faults high. Scheduler: the
 # tuned settings (BENCH_SCHED=stock for Slurm's own).
 #
@@ -34,6 +42,9 @@ sizes=${BENCH_NODES:-8 16 32 64}
 idle_s=${BENCH_IDLE_S:-60}
 churn_steps=${BENCH_CHURN_STEPS:-2000}
 watch_s=${BENCH_FABRIC_WATCH_S:-30}
+ctld_cpu=${BENCH_CTLD_CPU:-}
+hold_s=${BENCH_HOLD_S:-2}
+fabric_jobs=${BENCH_FABRIC_JOBS:-0}
 interval=${BENCH_CHECK_INTERVAL_S:-5}
 sched=${BENCH_SCHED:-tuned}
 parts=" ${BENCH_PARTS:-idle fault burst fabric churn} "
@@ -41,7 +52,7 @@ part() { [[ "$parts" == *" $1 "* ]]; }
 share=0.4
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
-trap 'cluster_down "$dir"' EXIT
+trap 'ctld_unthrottle; cluster_down "$dir"' EXIT
 export AR_START_TIMEOUT=300
 
 hctl() { "$HEALTHCTL" --socket "$dir/run/healthd-$1.sock" "${@:2}"; }
@@ -49,6 +60,46 @@ efa_err() { echo "efa 0000:10:1b.0: Admin command timed out"; }
 inject() { efa_err >>"$dir/host/$1/var/log/kern.log"; }
 ctld_pid() { tr -dc 0-9 <"$dir/run/slurmctld.pid"; }
 healthd_pids() { local n; for n in $AR_CLUSTER_NODES; do tr -dc 0-9 <"$dir/run/healthd-$n.pid"; echo; done; }
+# ctld_throttle PCT: slurmctld (all its threads) held to PCT % of one core by a CPU cgroup of its own
+# (v1 "cpu" hierarchy, else v2); ctld_unthrottle gives it back to the cgroup above.
+CTLD_CG=""
+ctld_throttle() {
+  local quota=$(($1 * 1000))
+  if [ -w /sys/fs/cgroup/cpu/cgroup.procs ]; then
+    CTLD_CG=/sys/fs/cgroup/cpu/ar-bench-ctld
+    mkdir -p "$CTLD_CG" && echo 100000 >"$CTLD_CG/cpu.cfs_period_us" && echo "$quota" >"$CTLD_CG/cpu.cfs_quota_us"
+  elif [ -w /sys/fs/cgroup/cgroup.subtree_control ]; then
+    echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+    CTLD_CG=/sys/fs/cgroup/ar-bench-ctld
+    mkdir -p "$CTLD_CG" && echo "$quota 100000" >"$CTLD_CG/cpu.max"
+  else
+    bench_die "BENCH_CTLD_CPU: no writable CPU cgroup (/sys/fs/cgroup/cpu or a cgroup v2 root) to hold slurmctld in"
+  fi
+  ctld_pid >"$CTLD_CG/cgroup.procs" || bench_die "BENCH_CTLD_CPU: could not move slurmctld into $CTLD_CG"
+}
+ctld_unthrottle() {
+  [ -n "$CTLD_CG" ] || return 0
+  local p
+  while read -r p; do echo "$p" >"${CTLD_CG%/*}/cgroup.procs" 2>/dev/null || true; done <"$CTLD_CG/cgroup.procs"
+  rmdir "$CTLD_CG" 2>/dev/null || true
+  CTLD_CG=""
+}
+# node_config_with_metrics NODES: a healthd.toml per node (the shared one plus a metrics textfile of
+# its own, $dir/metrics/NODE.prom), for cluster.sh's AR_HEALTHD_NODE_CONFIG
+node_config_with_metrics() {
+  local i
+  mkdir -p "$dir/metrics"
+  rm -f "$dir"/metrics/*.prom
+  for ((i = 1; i <= $1; i++)); do
+    { cat "$dir/healthd.toml"; printf '[metrics]\ntextfile = "%s"\ntextfile_interval_s = %d\n' "$dir/metrics/n$i.prom" "$metrics_s"; } >"$dir/healthd-n$i.toml"
+  done
+  export AR_HEALTHD_NODE_CONFIG="$dir/healthd-%n.toml"
+}
+metrics_s=5
+# table_reads: healthd's node-table reads so far, every node's (answered or not)
+table_reads() {
+  cat "$dir"/metrics/*.prom 2>/dev/null | awk '/^healthd_slurm_calls_total\{/ && /call="load_nodes"/ { s += $NF } END { printf "%d", s }'
+}
 sum_ticks() { local p s=0; for p in "$@"; do s=$((s + $(proc_ticks "$p" 2>/dev/null || echo 0))); done; echo "$s"; }
 
 # The benchmark's own polls of Slurm (job and node states) go as user nobody while a window is open,
@@ -109,13 +160,15 @@ log_lines() { grep -c "$2" "$dir/log/healthd-$1.log" 2>/dev/null || true; }
 for nodes in $sizes; do
   limit=$(awk -v s=$share -v n="$nodes" 'BEGIN { printf "%d", s * n }')
   fault_cluster_prepare "$dir" "$nodes" "$interval" "$share"
+  sed -i "s/^hold_s = .*/hold_s = $hold_s/" "$dir/healthd.toml"
+  node_config_with_metrics "$nodes"
   fault_cluster_start "$dir" "$sched" "scale"
   machine_mem=$(awk '/MemAvailable/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)
   bench_log "  $nodes nodes up; memory available: $machine_mem GiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
   mapfile -t hpids < <(healthd_pids)
 
   idle_rpm=- base_rpm=- idle_ctld=- base_ctld=- h_cpu=- rss=- fault_s=- fault_rpcs=- fault_ctld=- burst_s=- burst_restarts=-
-  most=- over_s=- withheld=- flapped=- fabric_rpcs=- fabric_ctld=- fabric_node_us=- steps=-
+  most=- over_s=- withheld=- flapped=- fabric_rpcs=- fabric_ctld=- fabric_node_us=- fabric_reads=- requeued=- needless=- steps=-
   declare -A churn=([auto_s]=- [plain_s]=- [auto_rps]=- [plain_rps]=- [auto_lost]=-)
   # ---- idle, with healthd and without --------------------------------------------------------------
   if part idle; then
@@ -179,7 +232,20 @@ for nodes in $sizes; do
   for n in $AR_CLUSTER_NODES; do ((i++ % 2 == 1)) && hit+=("$n"); done
   declare -A was=()
   most=0 first_over="" last_over=""
+  declare -A job_on=()
+  if [ "$fabric_jobs" = 1 ]; then
+    for n in $AR_CLUSTER_NODES; do
+      job_on[$n]=$(sbatch --parsable -N1 -w "$n" -o /dev/null --auto-resume=1 --wrap 'sleep 600' | cut -d';' -f1)
+    done
+    for n in $AR_CLUSTER_NODES; do
+      wait_for 120 job_running_attempt "${job_on[$n]}" 0 || bench_die "job ${job_on[$n]} did not start on $n"
+      wait_for 60 known_on "${job_on[$n]}" "$n" || bench_die "healthd on $n never heard of job ${job_on[$n]}"
+    done
+  fi
+  sleep $((metrics_s + 1))  # every metrics file written since the reset
+  reads0=$(table_reads)
   window_start
+  [ -z "$ctld_cpu" ] || ctld_throttle "$ctld_cpu"
   t0=$(now_s)
   for n in "${hit[@]}"; do inject "$n"; done
   ctld_done=0
@@ -206,6 +272,17 @@ for nodes in $sizes; do
     fi
     sleep 0.2
   done
+  ctld_unthrottle
+  if [ "$fabric_jobs" = 1 ]; then
+    requeued=0 needless=0
+    for n in $AR_CLUSTER_NODES; do
+      [ "$(job_restarts "${job_on[$n]}")" = 0 ] && continue
+      requeued=$((requeued + 1))
+      grep -qx "$n" <<<"$now" || { needless=$((needless + 1)); bench_log "scale: job ${job_on[$n]} requeued, and its node $n is in service"; }
+    done
+  fi
+  sleep $((metrics_s + 1))
+  fabric_reads=$(($(table_reads) - reads0))
   # from the first poll seeing more than the limit drained to the last one (polls 0.2 s apart)
   over_s=0
   [ -z "$first_over" ] || over_s=$(awk -v a="$first_over" -v b="$last_over" 'BEGIN { printf "%.1f", b - a + 0.2 }')
@@ -215,9 +292,9 @@ for nodes in $sizes; do
     ((times[$n] > 1)) && flapped=$((flapped + 1))
     (($(log_lines "$n" "withheld\|undone") > before[$n])) && withheld=$((withheld + 1))
   done
-  printf '  %d nodes, fabric event on %d: most drained at once %d (limit %d), over the limit for %s s, %d drained at some point, %d reported withheld or undone, %d drained twice in %ss; first 10 s: %s RPCs (root), slurmctld CPU %s s, %s us per node-table read\n' \
-    "$nodes" "${#hit[@]}" "$most" "$limit" "$over_s" "$ever" "$withheld" "$flapped" "$watch_s" "$fabric_rpcs" "$fabric_ctld" "${fabric_node_us:-?}"
-  unset before times was
+  printf '  %d nodes, fabric event on %d%s: most drained at once %d (limit %d), over the limit for %s s, %d drained at some point, %d reported withheld or undone, %d drained twice in %ss; jobs requeued %s, of them on a node back in service %s; healthd node-table reads %d; first 10 s: %s RPCs (root), slurmctld CPU %s s, %s us per node-table read\n' \
+    "$nodes" "${#hit[@]}" "${ctld_cpu:+ (slurmctld held to $ctld_cpu % of a core)}" "$most" "$limit" "$over_s" "$ever" "$withheld" "$flapped" "$watch_s" "$requeued" "$needless" "$fabric_reads" "$fabric_rpcs" "$fabric_ctld" "${fabric_node_us:-?}"
+  unset before times was job_on
   fi
 
   # ---- job churn -------------------------------------------------------------------------------------
@@ -272,7 +349,7 @@ print("ok" if not running and newest == last else "newest %d running %d" % (newe
   done
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
     "$nodes" "$idle_rpm" "$base_rpm" "$idle_ctld" "$base_ctld" "$h_cpu" "$rss" "$fault_s" "$fault_rpcs" "$fault_ctld" \
-    "$burst_s" "$burst_restarts" "$most/$over_s" "$limit" "$withheld" "$flapped" "$fabric_rpcs" "$fabric_ctld/$fabric_node_us" \
+    "$burst_s" "$burst_restarts" "$most/$over_s" "$limit" "$withheld" "$flapped" "$fabric_rpcs/$fabric_reads/$requeued/$needless" "$fabric_ctld/$fabric_node_us" \
     "$steps" "${churn[auto_s]}" "${churn[plain_s]}" "${churn[auto_rps]}" "${churn[plain_rps]}" "${churn[auto_lost]}" >>"$dir.tsv"
   cluster_down "$dir"
 done
@@ -283,6 +360,7 @@ while IFS=$'\t' read -r n irpm brpm ictld bctld hcpu rss fs frpc fctld bs br mos
   emit scale "$n nodes: fault -> running again, job on $((n - 2)) nodes" "$fs s" "-" "< 2 s" "$frpc RPCs to slurmctld, its CPU $fctld s, fault to 3 s after running again"
   emit scale "$n nodes: 3 nodes of a job on $((n - 4)) faulty at once" "restarts $br, running again after $bs s" "-" "restarts 1" ""
   IFS=/ read -r most over <<<"$most"
-  emit scale "$n nodes: fabric event on half the nodes" "at most $most drained at once, over the limit for $over s" "limit $lim" "<= limit within seconds, 0 flaps" "$wh nodes reported a withheld or undone drain, $fl drained twice; first 10 s: $fabrpc RPCs, slurmctld CPU ${fabctld%/*} s, ${fabctld#*/} us per node-table read"
+  IFS=/ read -r fabrpc reads requeued needless <<<"$fabrpc"
+  emit scale "$n nodes: fabric event on half the nodes" "at most $most drained at once, over the limit for $over s" "limit $lim" "<= limit within seconds, 0 flaps" "$wh nodes reported a withheld or undone drain, $fl drained twice; jobs requeued $requeued, on a node back in service $needless; healthd's node-table reads $reads${ctld_cpu:+ (slurmctld held to $ctld_cpu % of a core)}; first 10 s: $fabrpc RPCs, slurmctld CPU ${fabctld%/*} s, ${fabctld#*/} us per node-table read"
   emit scale "$n nodes: churn of $steps steps" "$cas s, $carps RPC/step" "$cps s, $cprps RPC/step without --auto-resume" "no wrong record" "$clost jobs with a wrong record"
 done <"$dir.tsv"

@@ -42,7 +42,8 @@
 #
 # Environment read by `start-healthd` and `restart-healthd` (one daemon, this start only):
 #   AR_HEALTHD_NODE_CONFIG  the file this node's healthd reads instead of DIR/etc/healthd.toml (a test
-#                           giving one node other settings); a later start without it goes back
+#                           giving one node other settings; %n in it is the node's name, so `start`
+#                           can give each node its own); a later start without it goes back
 
 set -euo pipefail
 
@@ -590,6 +591,7 @@ healthd_bin() {
 
 start_healthd() {
   local node="$1" bin sock pidfile logf pid extra config="${AR_HEALTHD_NODE_CONFIG:-$ETC/healthd.toml}"
+  config="${config//%n/$node}"
   bin="$(healthd_bin)"
   [ -r "$config" ] || die "healthd $node: configuration file '$config' is not readable"
   sock="$RUN/healthd-$node.sock"
