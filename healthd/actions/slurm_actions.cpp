@@ -219,6 +219,23 @@ std::expected<SlurmActions::TableView, std::string> SlurmActions::read_table(con
   return TableView{std::move(*table), std::move(found)};
 }
 
+// Only a drain ranked ahead of ours that lands after the look just after ours can give ours back at
+// the look once its second is over: a healthd drain of the same second with a smaller name, in a
+// burst of drains by the daemons of other nodes hit by the same event. How many more will land, and
+// ahead of ours, no look can tell: at 64 nodes the drains given back were those of the first few
+// daemons to drain (large names, seeing 0-3 others). So any other healthd drain stamped within
+// kShareSettle of ours makes the requeue wait for that look; a single fault does not wait. Not
+// caught: the very first drain of a burst to land, seeing none of the others yet (bench/RESULTS.md,
+// "At cluster scale"). A few faulty nodes of one job lose nothing: the first of them requeues it.
+bool SlurmActions::may_still_be_given_back(const TableView& look) const {
+  return std::any_of(look.table.begin(), look.table.end(), [&](const NodeInfo& n) {
+    return n.name != look.self.name && n.drained_or_draining() && starts_with(n.reason, kReasonPrefix) &&
+           // in double: a reason time is Slurm's field, and no difference of two may overflow
+           std::abs(static_cast<double>(n.reason_time) - static_cast<double>(look.self.reason_time)) <=
+               static_cast<double>(kShareSettle.count());
+  });
+}
+
 // Ranks our drain, in place, against the others of each partition; when it is past the share, gives
 // it back (resume) and answers why. Nothing: kept (or a reboot already under way, which Slurm ends
 // with the node back in service). An error: the resume failed; the drain stays.
@@ -259,8 +276,10 @@ void SlurmActions::settle_share(WallTime now) {
                          : std::expected<std::optional<std::string>, std::string>(std::unexpected(view.error()));
   if (!given_back) {
     // Looked at again shortly: one node too many out for a while beats a faulty node back in service.
+    // The requeue waits no longer: the drain stays until a look says otherwise.
     spdlog::warn("node {}: looking again at max_drained_share: {}", node_, given_back.error());
     own->share_look = now + kShareSettle;
+    own->requeue_before_look = true;
     save();
     return;
   }
@@ -353,6 +372,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
+  bool requeue_before_look = true;
   if (ranked) {
     // The daemons of other nodes hit by the same event (a fabric-wide fault) looked at the partition in
     // the same instant and each saw room for one more drain. Looked at again with the drains in place,
@@ -367,10 +387,15 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       spdlog::error("{}; fault: {}", **given_back, e.reason);
       return true;
     }
+    // A failed look keeps the drain and goes on as without a share: the requeue does not wait.
+    requeue_before_look = !again || !may_still_be_given_back(*again);
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now);
-  if (ranked) journal_.own_drain()->share_look = now + kShareSettle;
+  if (ranked) {
+    journal_.own_drain()->share_look = now + kShareSettle;
+    journal_.own_drain()->requeue_before_look = requeue_before_look;
+  }
   acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
   return true;
 }
@@ -473,6 +498,17 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
         journal_.wait_until(e.id, std::max(d.next_try, now + std::chrono::milliseconds(50)), "waiting for the drain of " + node_);
         return false;
       }
+    // In a burst of drains (a fabric-wide event) ours may still be given back for max_drained_share
+    // once its second is over; a job requeued before that would be restarted for a node that goes
+    // back into service. The requeue waits for that look (settle_share runs first in the same pass),
+    // never longer than the look is due after a drain: a look further off (a state file's, a clock
+    // stepped back) does not hold the job.
+    if (const auto& own = journal_.own_drain();
+        own && own->share_look && !own->requeue_before_look && *own->share_look <= now + kShareSettle) {
+      journal_.wait_until(e.id, std::max(*own->share_look, now + std::chrono::milliseconds(50)),
+                          "waiting for the second look at max_drained_share (drains in a burst)");
+      return false;
+    }
     auto schedulable = node_still_schedulable(e);
     if (!schedulable) return std::unexpected(schedulable.error());
     if (*schedulable) {

@@ -100,6 +100,10 @@ struct OwnDrain {
   // When to look again at max_drained_share, once every drain of the second Slurm stamped on this
   // one is in place (SlurmActions::settle_share); unset once looked at, or when no share applies.
   std::optional<WallTime> share_look;
+  // The look just after the drain left no drain that could still rank ahead of ours: the job's
+  // requeue need not wait for share_look. Not saved: after a restart the requeue waits (at most until
+  // share_look), which is never wrong.
+  bool requeue_before_look = false;
 };
 
 class Journal {

@@ -210,6 +210,79 @@ TEST(Responder, ADrainWithinTheShareAmongSimultaneousDrainsIsKept) {
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+  // A burst of drains near the share: the requeue waits for the look once the second is over.
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  f.sweep(true);  // 2 s after the drain
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
+// Issue 18: in a fabric-wide event, a drain given back at the look once its second is over had
+// requeued its job already: a restart for nothing, the node back in service. In a burst near the
+// share the requeue now waits for that look, and the job of a drain given back stays as it is.
+TEST(Responder, ADrainGivenBackAtTheSecondLookInABurstHasNotRequeuedItsJob) {
+  PolicyConfig p;
+  p.max_drained_share = 0.25;  // 1 of 4
+  Fixture f(p);
+  // n3's daemon drained n3 in n2's second, before n2's look: a burst, ranked behind n2.
+  f.slurm.after_drain = [&](const std::string&) { f.slurm.drained_by_its_healthd("n3", 0s); };
+  f.sweep(true);
+  ASSERT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  // n1's daemon drained n1 in that second too, after n2's look: n1 ranks ahead and fills the share.
+  f.drained_in_the_last_sweeps_second("n1");
+  for (int i = 0; i < 4; ++i) f.sweep(true);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_FALSE(f.slurm.nodes["n2"].drain);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 0);
+  EXPECT_EQ(f.slurm.jobs[7].state, "RUNNING");
+}
+
+// After a restart the requeue still waits for the look (the journal has it), but never for a look
+// further off than one is ever due (a state file's, a clock stepped back): the job is not held.
+TEST(Responder, AfterARestartTheRequeueWaitsForTheLookButNotForOneFarOff) {
+  for (bool far_off : {false, true}) {
+    SCOPED_TRACE(far_off ? "the look an hour off" : "the look as saved");
+    PolicyConfig p;
+    p.max_drained_share = 0.5;
+    Fixture f(p);
+    f.slurm.after_drain = [&](const std::string&) {
+      f.slurm.drained_by_its_healthd("n3", 0s);
+      f.slurm.drained_by_its_healthd("n4", 0s);
+    };
+    const WallTime drained_at = f.now;
+    f.sweep(true);
+    ASSERT_EQ(f.slurm.count("requeue 7"), 0);
+    Journal reloaded(f.dir / "journal.json");
+    ASSERT_TRUE(reloaded.load());
+    ASSERT_TRUE(reloaded.own_drain() && reloaded.own_drain()->share_look);
+    if (far_off) reloaded.own_drain()->share_look = drained_at + 1h;
+    Responder again("n2", f.policy, f.slurm, reloaded, f.timeline);
+    const int reads = f.slurm.table_reads;
+    again.run_due(drained_at + 2s);
+    EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+    EXPECT_EQ(f.slurm.table_reads, far_off ? reads : reads + 1);  // the look made first, as saved
+    EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+  }
+}
+
+// A healthd drain more than 2 s before ours, or anyone else's drain, is no burst: the requeue
+// follows the drain at once, as for a single fault.
+TEST(Responder, DrainsOutsideABurstDoNotHoldTheRequeue) {
+  PolicyConfig p;
+  p.max_drained_share = 0.75;  // 3 of 4
+  Fixture f(p);
+  f.slurm.after_drain = [&](const std::string&) {
+    f.slurm.drained_by_its_healthd("n3", 3s);
+    f.slurm.nodes["n4"].drain = true;  // an admin's, this second
+    f.slurm.nodes["n4"].reason = "maintenance";
+    f.slurm.nodes["n4"].reason_time = std::chrono::system_clock::to_time_t(f.slurm.clock);
+  };
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
 }
 
