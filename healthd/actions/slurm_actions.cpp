@@ -226,14 +226,17 @@ std::expected<SlurmActions::TableView, std::string> SlurmActions::read_table(con
 // daemons to drain (large names, seeing 0-3 others). So any other healthd drain stamped within
 // kShareSettle of ours makes the requeue wait for that look; a single fault does not wait. Not
 // caught: the very first drain of a burst to land, seeing none of the others yet (bench/RESULTS.md,
-// "At cluster scale"). A few faulty nodes of one job lose nothing: the first of them requeues it.
-bool SlurmActions::may_still_be_given_back(const TableView& look) const {
-  return std::any_of(look.table.begin(), look.table.end(), [&](const NodeInfo& n) {
-    return n.name != look.self.name && n.drained_or_draining() && starts_with(n.reason, kReasonPrefix) &&
-           // in double: a reason time is Slurm's field, and no difference of two may overflow
-           std::abs(static_cast<double>(n.reason_time) - static_cast<double>(look.self.reason_time)) <=
-               static_cast<double>(kShareSettle.count());
-  });
+// "At cluster scale"). The burst's nodes are kept: a job on one of them besides ours (a few faulty
+// nodes of one job) is requeued for that one anyway, and does not wait (requeue_decide).
+std::vector<std::string> SlurmActions::burst_around(const TableView& look) {
+  std::vector<std::string> burst;
+  for (const auto& n : look.table)
+    if (n.name != look.self.name && n.drained_or_draining() && starts_with(n.reason, kReasonPrefix) &&
+        // in double: a reason time is Slurm's field, and no difference of two may overflow
+        std::abs(static_cast<double>(n.reason_time) - static_cast<double>(look.self.reason_time)) <=
+            static_cast<double>(kShareSettle.count()))
+      burst.push_back(n.name);
+  return burst;
 }
 
 // Ranks our drain, in place, against the others of each partition; when it is past the share, gives
@@ -373,6 +376,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
   bool requeue_before_look = true;
+  std::vector<std::string> burst;
   if (ranked) {
     // The daemons of other nodes hit by the same event (a fabric-wide fault) looked at the partition in
     // the same instant and each saw room for one more drain. Looked at again with the drains in place,
@@ -388,13 +392,15 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       return true;
     }
     // A failed look keeps the drain and goes on as without a share: the requeue does not wait.
-    requeue_before_look = !again || !may_still_be_given_back(*again);
+    if (again) burst = burst_around(*again);
+    requeue_before_look = burst.empty();
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now);
   if (ranked) {
     journal_.own_drain()->share_look = now + kShareSettle;
     journal_.own_drain()->requeue_before_look = requeue_before_look;
+    journal_.own_drain()->burst = std::move(burst);
   }
   acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
   return true;
@@ -501,10 +507,16 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     // In a burst of drains (a fabric-wide event) ours may still be given back for max_drained_share
     // once its second is over; a job requeued before that would be restarted for a node that goes
     // back into service. The requeue waits for that look (settle_share runs first in the same pass),
-    // never longer than the look is due after a drain: a look further off (a state file's, a clock
-    // stepped back) does not hold the job.
-    if (const auto& own = journal_.own_drain();
-        own && own->share_look && !own->requeue_before_look && *own->share_look <= now + kShareSettle) {
+    // unless the job is on another node of the burst (requeued for that one anyway), and never
+    // longer than the look is due after a drain: a look further off (a state file's, a clock stepped
+    // back) does not hold the job.
+    const auto& own = journal_.own_drain();
+    const auto on_burst_node = [&] {
+      return std::any_of(job.nodes.begin(), job.nodes.end(), [&](const std::string& n) {
+        return n != node_ && std::find(own->burst.begin(), own->burst.end(), n) != own->burst.end();
+      });
+    };
+    if (own && own->share_look && !own->requeue_before_look && *own->share_look <= now + kShareSettle && !on_burst_node()) {
       journal_.wait_until(e.id, std::max(*own->share_look, now + std::chrono::milliseconds(50)),
                           "waiting for the second look at max_drained_share (drains in a burst)");
       return false;

@@ -116,9 +116,9 @@ class SlurmActions {
   };
   std::expected<TableView, std::string> read_table(const std::string& node);
   std::string share_exceeded(const std::vector<NodeInfo>& table, const NodeInfo& self, bool after_own_drain) const;
-  // Whether our drain, kept at the look just after it, may still be given back by the look once its
-  // second is over (settle_share): the job's requeue then waits for that look.
-  bool may_still_be_given_back(const TableView& look) const;
+  // The nodes whose drains make ours, kept at the look just after it, one that may still be given
+  // back by the look once its second is over (settle_share); none: it will not be.
+  static std::vector<std::string> burst_around(const TableView& look);
   bool share_applies(const JournalEntry& e) const;
   std::expected<std::optional<std::string>, std::string> give_back_past_share(const TableView& view);
   // Our drain's second look at max_drained_share, once the second Slurm stamped it with is over on

@@ -101,9 +101,11 @@ struct OwnDrain {
   // one is in place (SlurmActions::settle_share); unset once looked at, or when no share applies.
   std::optional<WallTime> share_look;
   // The look just after the drain left no drain that could still rank ahead of ours: the job's
-  // requeue need not wait for share_look. Not saved: after a restart the requeue waits (at most until
-  // share_look), which is never wrong.
+  // requeue need not wait for share_look. Else `burst`: the other nodes healthd drained around ours
+  // (a job on one of them is requeued anyway). Neither is saved: after a restart the requeue waits
+  // (at most until share_look), which is never wrong.
   bool requeue_before_look = false;
+  std::vector<std::string> burst{};
 };
 
 class Journal {

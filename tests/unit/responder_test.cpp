@@ -269,6 +269,19 @@ TEST(Responder, AfterARestartTheRequeueWaitsForTheLookButNotForOneFarOff) {
   }
 }
 
+// A few faulty nodes of one job drained together: the job is requeued for the others anyway, so it
+// does not wait for the look (bench/scale.sh's burst: no slower than a single fault).
+TEST(Responder, AJobOnAnotherNodeOfTheBurstIsRequeuedAtOnce) {
+  PolicyConfig p;
+  p.max_drained_share = 0.5;
+  Fixture f(p);
+  f.slurm.jobs[7].nodes = {"n1", "n2"};
+  f.slurm.after_drain = [&](const std::string&) { f.slurm.drained_by_its_healthd("n1", 0s); };
+  f.sweep(true);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+}
+
 // A healthd drain more than 2 s before ours, or anyone else's drain, is no burst: the requeue
 // follows the drain at once, as for a single fault.
 TEST(Responder, DrainsOutsideABurstDoNotHoldTheRequeue) {
