@@ -15,7 +15,8 @@
 #            healthd reported a withheld or undone drain, and nodes drained twice within BENCH_FABRIC_WATCH_S (30) after the
 #            event (flapping); slurmctld's RPCs and CPU over the first 10 s; healthd's node-table reads
 #            over the whole watch (healthd_slurm_calls_total{call="load_nodes"} summed over the nodes'
-#            metrics files: sdiag counts the benchmark's own sinfo polls with them). BENCH_CTLD_CPU=PCT
+#            metrics files, each rewritten every 5 s, idle parts included: sdiag counts the benchmark's
+#            own sinfo polls with them). BENCH_CTLD_CPU=PCT
 #            holds slurmctld to PCT % of one core from the event to the end of the watch (a cgroup's CPU
 #            quota): a slurmctld as slow to answer as one with thousands of nodes. BENCH_FABRIC_JOBS=1
 #            runs a 1-node auto-resume job on every node first, and counts the jobs requeued, and those
