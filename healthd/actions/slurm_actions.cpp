@@ -16,8 +16,6 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-bool gone(const SlurmError& e) { return e.kind == SlurmError::Kind::gone; }
-
 // The priority a requeued job waits with under requeue_priority = "top": the largest slurmctld
 // accepts (NO_VAL and INFINITE above it mean "no change" and "Slurm's own").
 constexpr std::uint32_t kTopPriority = 0xfffffffd;
@@ -282,7 +280,7 @@ void SlurmActions::settle_share(WallTime now) {
     // The requeue waits no longer: the drain stays until a look says otherwise.
     spdlog::warn("node {}: looking again at max_drained_share: {}", node_, given_back.error());
     own->share_look = now + kShareSettle;
-    own->requeue_before_look = true;
+    own->burst.emplace();
     save();
     return;
   }
@@ -375,7 +373,6 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
-  bool requeue_before_look = true;
   std::vector<std::string> burst;
   if (ranked) {
     // The daemons of other nodes hit by the same event (a fabric-wide fault) looked at the partition in
@@ -393,13 +390,11 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     }
     // A failed look keeps the drain and goes on as without a share: the requeue does not wait.
     if (again) burst = burst_around(*again);
-    requeue_before_look = burst.empty();
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now);
   if (ranked) {
     journal_.own_drain()->share_look = now + kShareSettle;
-    journal_.own_drain()->requeue_before_look = requeue_before_look;
     journal_.own_drain()->burst = std::move(burst);
   }
   acted_ = rebooting ? Action::reboot : Action::drain;  // what was done, not what was meant
@@ -511,12 +506,12 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
     // longer than the look is due after a drain: a look further off (a state file's, a clock stepped
     // back) does not hold the job.
     const auto& own = journal_.own_drain();
-    const auto on_burst_node = [&] {
-      return std::any_of(job.nodes.begin(), job.nodes.end(), [&](const std::string& n) {
-        return n != node_ && std::find(own->burst.begin(), own->burst.end(), n) != own->burst.end();
-      });
+    const auto may_wait = [&] {  // an unknown burst (after a restart) waits
+      return !own->burst || (!own->burst->empty() && std::none_of(job.nodes.begin(), job.nodes.end(), [&](const auto& n) {
+                               return n != node_ && has(*own->burst, n);
+                             }));
     };
-    if (own && own->share_look && !own->requeue_before_look && *own->share_look <= now + kShareSettle && !on_burst_node()) {
+    if (own && own->share_look && *own->share_look <= now + kShareSettle && may_wait()) {
       journal_.wait_until(e.id, std::max(*own->share_look, now + std::chrono::milliseconds(50)),
                           "waiting for the second look at max_drained_share (drains in a burst)");
       return false;

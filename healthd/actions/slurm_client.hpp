@@ -7,6 +7,7 @@
 // could forge any other field (issue 11).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -38,6 +39,9 @@ struct SlurmError {
 
 template <class T>
 using SlurmResult = std::expected<T, SlurmError>;
+
+// The job or node the call was about no longer exists.
+inline bool gone(const SlurmError& e) { return e.kind == SlurmError::Kind::gone; }
 
 struct NodeInfo {
   std::string name;
@@ -74,6 +78,11 @@ struct JobInfo {
   // still ending (its start_time is then the scheduler's expected start, not a run's).
   bool pending = false;
 };
+
+// Whether `name` is among `names` (a job's nodes, a step's).
+inline bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 // A step of a job as slurmctld lists it (slurm_get_job_steps).
 struct StepInfo {

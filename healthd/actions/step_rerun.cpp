@@ -20,12 +20,6 @@
 namespace ar::healthd {
 namespace {
 
-bool gone(const SlurmError& e) { return e.kind == SlurmError::Kind::gone; }
-
-bool has(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 std::string joined(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ",") + n;

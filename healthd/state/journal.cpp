@@ -184,7 +184,7 @@ std::expected<void, std::string> Journal::load() {
     if (j.contains("own_drain")) {
       const auto& d = j.at("own_drain");
       own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
-                            d.at("held").get<bool>(), d.value("reboot", false), std::nullopt, std::nullopt, false, {}};
+                            d.at("held").get<bool>(), d.value("reboot", false), std::nullopt, std::nullopt, std::nullopt};
       if (d.contains("cure")) own_drain_->cure = cure_from_json(d.at("cure"));
       if (d.contains("share_look_ms")) own_drain_->share_look = json_fields::time_ms(d, "share_look_ms");
     }

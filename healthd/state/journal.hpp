@@ -100,12 +100,11 @@ struct OwnDrain {
   // When to look again at max_drained_share, once every drain of the second Slurm stamped on this
   // one is in place (SlurmActions::settle_share); unset once looked at, or when no share applies.
   std::optional<WallTime> share_look;
-  // The look just after the drain left no drain that could still rank ahead of ours: the job's
-  // requeue need not wait for share_look. Else `burst`: the other nodes healthd drained around ours
-  // (a job on one of them is requeued anyway). Neither is saved: after a restart the requeue waits
+  // The other nodes healthd drained around ours, as the look just after the drain saw them: none,
+  // and the job's requeue need not wait for share_look; some, and it waits unless the job is on one
+  // of them (requeued for that one anyway). Not saved: unknown after a restart, when the requeue waits
   // (at most until share_look), which is never wrong.
-  bool requeue_before_look = false;
-  std::vector<std::string> burst{};
+  std::optional<std::vector<std::string>> burst{};
 };
 
 class Journal {

@@ -100,6 +100,13 @@ class FakeSlurm : public SlurmClient {
     nodes[n].reason = "healthd: EFA-DRIVER-ERR: efa 0000:10:1b.0: Admin command timed out";
     nodes[n].reason_time = std::chrono::system_clock::to_time_t(clock - ago);
   }
+  // Another node drained by an admin, its reason set `later` after slurmctld's clock.
+  void drained_by_an_admin(const std::string& n, std::chrono::seconds later = std::chrono::seconds(0)) {
+    nodes[n].state = "IDLE+DRAIN";
+    nodes[n].drain = true;
+    nodes[n].reason = "maintenance";
+    nodes[n].reason_time = std::chrono::system_clock::to_time_t(clock + later);
+  }
   bool reboot_program = true;  // the cluster has a RebootProgram
   SlurmResult<void> reboot(const std::string& n, const std::string& reason) override {
     calls.push_back("reboot " + n);

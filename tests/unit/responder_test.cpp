@@ -290,9 +290,7 @@ TEST(Responder, DrainsOutsideABurstDoNotHoldTheRequeue) {
   Fixture f(p);
   f.slurm.after_drain = [&](const std::string&) {
     f.slurm.drained_by_its_healthd("n3", 3s);
-    f.slurm.nodes["n4"].drain = true;  // an admin's, this second
-    f.slurm.nodes["n4"].reason = "maintenance";
-    f.slurm.nodes["n4"].reason_time = std::chrono::system_clock::to_time_t(f.slurm.clock);
+    f.slurm.drained_by_an_admin("n4");  // this second
   };
   f.sweep(true);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
@@ -305,12 +303,7 @@ TEST(Responder, AnAdminsDrainCountsAheadOfOursWheneverItWasMade) {
   Fixture f(p);
   // An admin drained n3 and n4 just after n2's drain took: theirs are not given back, so n2's is.
   f.slurm.after_drain = [&](const std::string&) {
-    for (const char* n : {"n3", "n4"}) {
-      f.slurm.nodes[n].drain = true;
-      f.slurm.nodes[n].state = "IDLE+DRAIN";
-      f.slurm.nodes[n].reason = "maintenance";
-      f.slurm.nodes[n].reason_time = std::chrono::system_clock::to_time_t(f.slurm.clock + 1s);
-    }
+    for (const char* n : {"n3", "n4"}) f.slurm.drained_by_an_admin(n, 1s);
   };
   f.sweep(true);
   EXPECT_EQ(f.slurm.count("resume n2"), 1);
@@ -1119,8 +1112,6 @@ HookConfig hook(std::string name, std::vector<Action> on, std::uint32_t attempts
   h.attempts = attempts;
   return h;
 }
-
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 // Stands in for the process runner. Hooks run on threads of their own: calls are kept under a lock.
 struct HookRecorder {
