@@ -16,9 +16,12 @@ std::expected<void, std::string> secure_state_dir(const std::filesystem::path& d
   if (st.st_uid != ::geteuid())
     return std::unexpected(dir.string() + ": owned by uid " + std::to_string(st.st_uid) + ", not by healthd's (" +
                            std::to_string(::geteuid()) + ")");
-  if ((st.st_mode & 022) != 0) {
-    const mode_t fixed = st.st_mode & 07755 & ~static_cast<mode_t>(07022);
-    spdlog::warn("state: {} was writable by group or others; made it {:o}", dir.string(), fixed & 0777);
+  // Not only writes: the registry and the timelines name every user's jobs, heartbeats and
+  // checkpoint paths, which `healthctl` shows a user only for that user's own jobs.
+  if ((st.st_mode & 077) != 0) {
+    const mode_t fixed = st.st_mode & 0700;
+    spdlog::warn("state: {} was open to group or others (mode {:o}); made it {:o}", dir.string(), st.st_mode & 07777,
+                 fixed);
     if (::chmod(dir.c_str(), fixed) != 0) return std::unexpected(dir.string() + ": chmod: " + std::strerror(errno));
   }
   return {};

@@ -8,8 +8,8 @@
 
 namespace ar::healthd {
 
-// A directory owned by another user is refused; group or world write permission is taken away (with
-// a warning). The error names the directory and what is wrong with it.
+// A directory owned by another user is refused; every permission of group and others (read and
+// search too: the files name every user's jobs) is taken away, with a warning: the mode is 0700. The error names the directory and what is wrong with it.
 std::expected<void, std::string> secure_state_dir(const std::filesystem::path& dir);
 
 }  // namespace ar::healthd

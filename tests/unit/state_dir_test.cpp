@@ -16,7 +16,20 @@ TEST(StateDir, WorldWritableIsMadePrivateToItsOwner) {
   ASSERT_TRUE(secure_state_dir(state));
   struct stat st {};
   ASSERT_EQ(::stat(state.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+// SECURITY.md promises 0700: a directory other users may list or read (the mode mkdir gives under
+// the usual umask) would show them every job's registry entry and timeline.
+TEST(StateDir, ReadableByOthersIsMadePrivateToItsOwner) {
+  ar::test::TempDir dir;
+  const auto state = dir / "state";
+  std::filesystem::create_directory(state);
+  ASSERT_EQ(::chmod(state.c_str(), 0755), 0);
+  ASSERT_TRUE(secure_state_dir(state));
+  struct stat st {};
+  ASSERT_EQ(::stat(state.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
 TEST(StateDir, OneOwnedBySomeoneElseIsRefused) {
