@@ -273,6 +273,9 @@ void Engine::loop() {
         status_["checks"] = checks;
         status_["gpus"] = std::move(gpus);
         status_["last_sweep"] = request->why;
+        // Whose step asked for it: `healthctl status` shows the why only to those who may see the job.
+        if (request->trigger) status_["last_sweep_job"] = request->trigger->job_id;
+        else status_.erase("last_sweep_job");
         status_["sweep_seq"] = request->seq;
         status_["sweep_ms"] = took;
         changed = true;

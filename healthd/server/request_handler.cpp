@@ -99,15 +99,31 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
           (*done)["node"] = info_.node;
           return proto::ok_reply(std::move(*done));
         } else {
-          // Lifecycle messages come from slurmstepd, which runs as root. Anyone else could forge a
-          // task failure and trigger a requeue, so they are refused.
-          if (!is_root(peer))
+          if (m.node != info_.node && !is_root(peer))
             return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
           if (m.node != info_.node)
             return proto::error_reply({proto::err::kBadField, "message for node '" + m.node +
                                                                   "' reached the healthd of node '" + info_.node +
                                                                   "' (check the plugin's socket template)"});
           auto now = WallClock::now();
+          // Lifecycle messages come from slurmstepd, which runs as root. Anyone else could forge a
+          // task failure and trigger a requeue, so they are refused; the one exception is the job's
+          // owner correcting the restart count of a step root announced (correct_restart_count).
+          if (!is_root(peer)) {
+            if constexpr (std::is_same_v<M, proto::StepStart>) {
+              if (m.uid == peer.uid &&
+                  registry_.correct_restart_count(m.job_id, m.step_id, peer.uid, m.restart_count, now)) {
+                spdlog::info("job {} step {}: restart count {} from its owner (uid {})", m.job_id,
+                             proto::step_name(m.step_id), m.restart_count, peer.uid);
+                on_registry_change_();
+                return proto::ok_reply();
+              }
+              return proto::error_reply({proto::err::kForbidden,
+                                         "a step start from a user is taken only as the restart count of a running "
+                                         "step of that user's own job, and only upwards"});
+            }
+            return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
+          }
           if constexpr (std::is_same_v<M, proto::StepStart>) {
             registry_.step_started(m, now);
             spdlog::info("job {} step {} started (auto-resume {}, restart {})", m.job_id, proto::step_name(m.step_id),
@@ -139,7 +155,8 @@ bool RequestHandler::may_see(const Peer& peer, std::uint32_t job_id) const {
 }
 
 // The node's health is for everyone (it is what sinfo shows too); the job counts are of the jobs
-// the peer may see.
+// the peer may see, and the sweep a job's failed step asked for names the job only to those who may
+// see it (as `jobs` and `explain` hide other users' jobs).
 nlohmann::json RequestHandler::status(const Peer& peer) const {
   auto uptime = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - info_.started_at).count();
   std::size_t known = 0;
@@ -158,7 +175,21 @@ nlohmann::json RequestHandler::status(const Peer& peer) const {
           {"config_file", info_.config_file},
           {"jobs_known", known},
           {"jobs_running", running},
-          {"health", events_ ? events_->health_status() : nlohmann::json::object()}};
+          {"health", health_for(peer)}};
+}
+
+nlohmann::json RequestHandler::health_for(const Peer& peer) const {
+  auto health = events_ ? events_->health_status() : nlohmann::json::object();
+  const auto job = health.find("last_sweep_job");
+  if (job == health.end()) return health;
+  const bool visible = job->is_number_integer() && job->get<std::int64_t>() >= 0 &&
+                       job->get<std::int64_t>() <= UINT32_MAX &&
+                       may_see(peer, static_cast<std::uint32_t>(job->get<std::int64_t>()));
+  if (!visible) {
+    health["last_sweep"] = "a step of another user's job failed";
+    health.erase("last_sweep_job");
+  }
+  return health;
 }
 
 nlohmann::json RequestHandler::jobs(const Peer& peer) const {

@@ -82,6 +82,8 @@ class RequestHandler {
   bool sees_every_job(const Peer& peer) const;
   bool may_see(const Peer& peer, std::uint32_t job_id) const;
   nlohmann::json status(const Peer& peer) const;
+  // The engine's health status as `peer` may see it.
+  nlohmann::json health_for(const Peer& peer) const;
   nlohmann::json jobs(const Peer& peer) const;
   nlohmann::json explain(const Peer& peer, std::uint32_t job_id) const;
   nlohmann::json events(const Peer& peer, std::uint32_t limit) const;

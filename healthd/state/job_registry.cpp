@@ -98,6 +98,22 @@ void JobRegistry::step_started(const proto::StepStart& m, WallClock::time_point 
   job.steps[{m.restart_count, m.step_id}] = s;
 }
 
+bool JobRegistry::correct_restart_count(std::uint32_t job_id, std::uint32_t step_id, std::uint32_t uid,
+                                        std::uint32_t restart_count, WallClock::time_point now) {
+  const auto job = jobs_.find(job_id);
+  if (job == jobs_.end() || job->second.uid != uid || restart_count <= job->second.restart_count) return false;
+  const auto step = job->second.steps.find({job->second.restart_count, step_id});
+  if (step == job->second.steps.end() || !step->second.running) return false;
+  proto::StepStart m;
+  m.job_id = job_id;
+  m.step_id = step_id;
+  m.uid = uid;
+  m.auto_resume = step->second.auto_resume;
+  m.restart_count = restart_count;
+  step_started(m, now);
+  return true;
+}
+
 void JobRegistry::task_exited(const proto::TaskExit& m, WallClock::time_point now) {
   auto& step = step_for(m.job_id, m.step_id, now);
   step.last_exit_at = now;

@@ -82,6 +82,12 @@ class JobRegistry {
   std::expected<void, std::string> load();
 
   void step_started(const proto::StepStart& m, WallClock::time_point now);
+  // A later attempt of a running step that root (slurmstepd) announced, told by the job's owner (the
+  // batch script's task, when slurmstepd could not read the count from slurmctld): only the restart
+  // count moves, up; the step keeps what root said of it. False (nothing changed) for a job of
+  // another uid, a step never announced, or a count not above the job's.
+  bool correct_restart_count(std::uint32_t job_id, std::uint32_t step_id, std::uint32_t uid,
+                             std::uint32_t restart_count, WallClock::time_point now);
   void task_exited(const proto::TaskExit& m, WallClock::time_point now);
   void step_ended(const proto::StepEnd& m, WallClock::time_point now);
 

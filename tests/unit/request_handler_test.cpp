@@ -265,3 +265,90 @@ TEST(RequestHandler, TheSlurmUserIsLookedUpByName) {
   EXPECT_EQ(slurm_user_uid(""), std::nullopt);
   EXPECT_EQ(slurm_user_uid("no-such-user-healthd-test"), std::nullopt);
 }
+
+namespace {
+// The batch script's task of job 10 (uid 1000) on its second attempt, telling the restart count
+// slurmstepd could not read from slurmctld.
+proto::StepStart correction(std::uint32_t job, std::uint32_t uid, std::uint32_t restart) {
+  proto::StepStart m{job, proto::kBatchStep, "n1", uid, true, restart};
+  return m;
+}
+}  // namespace
+
+// A restarted job of an ordinary user: the task runs as the user, so its correction is not root's.
+// Refused, healthd kept restart count 0 and never acted on the stall of the restarted job (issue 31).
+TEST(RequestHandler, TheJobsOwnerMayRaiseTheRestartCountOfItsRunningStep) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  RequestHandler handler{info, registry, [] {}};
+  proto::StepStart root_start{10, proto::kBatchStep, "n1", 1000, true, 0};
+  root_start.heartbeat = proto::Heartbeat{"/fsx/hb", 300, 600};
+  ASSERT_EQ(handler.handle(line(root_start), Peer{0, 1})["ok"], true);
+
+  auto forged = correction(10, 1000, 1);
+  forged.auto_resume = false;
+  forged.heartbeat = proto::Heartbeat{"/root/secret", 300, 600};
+  auto reply = handler.handle(line(forged), Peer{1000, 1});
+  ASSERT_EQ(reply["ok"], true) << reply.dump();
+  const auto& job = registry.jobs().at(10);
+  EXPECT_EQ(job.restart_count, 1u);
+  ASSERT_TRUE(job.heartbeat);
+  EXPECT_EQ(job.heartbeat->path, "/fsx/hb") << "only the count is taken from the user";
+  EXPECT_TRUE(job.auto_resume()) << "the step keeps what root said of it";
+  EXPECT_TRUE(job.running());
+}
+
+TEST(RequestHandler, ARestartCountFromAnyoneButTheOwnerOrForAnotherStepIsRefused) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  RequestHandler handler{info, registry, [] {}};
+  ASSERT_EQ(handler.handle(line(proto::StepStart{10, proto::kBatchStep, "n1", 1000, true, 2}), Peer{0, 1})["ok"], true);
+  const auto refused = [&](const proto::StepStart& m, uid_t peer) {
+    auto reply = handler.handle(line(m), Peer{peer, 1});
+    return reply["ok"] == false && reply["error"]["code"] == proto::err::kForbidden;
+  };
+  EXPECT_TRUE(refused(correction(10, 2000, 3), 2000)) << "another user's job";
+  EXPECT_TRUE(refused(correction(10, 1000, 3), 2000)) << "a uid in the message that is not the peer's";
+  EXPECT_TRUE(refused(correction(10, 1000, 1), 1000)) << "never down";
+  EXPECT_TRUE(refused(correction(10, 1000, 2), 1000)) << "nothing to correct";
+  EXPECT_TRUE(refused(correction(11, 1000, 3), 1000)) << "a job root never announced";
+  auto other_step = correction(10, 1000, 3);
+  other_step.step_id = 0;
+  EXPECT_TRUE(refused(other_step, 1000)) << "a step root never announced";
+  EXPECT_EQ(registry.jobs().at(10).restart_count, 2u);
+  EXPECT_EQ(handler.handle(line(correction(10, 1000, 3)), Peer{1000, 1})["ok"], true) << "the owner, upwards";
+  EXPECT_EQ(registry.jobs().at(10).restart_count, 3u);
+  // Only a step start: a task exit or step end from the owner is still refused.
+  auto exit = handler.handle(line(proto::TaskExit{10, proto::kBatchStep, "n1", 0, 256}), Peer{1000, 1});
+  EXPECT_EQ(exit["error"]["code"], proto::err::kForbidden);
+}
+
+namespace {
+struct SweepOfJob : CountingEvents {
+  nlohmann::json health_status() override {
+    return {{"last_sweep", "job 20 step failed"}, {"last_sweep_job", 20}, {"checks", nlohmann::json::array()}};
+  }
+};
+}  // namespace
+
+// `healthctl status` showed every user why the last sweep ran, "job 4242 step failed", while `jobs`
+// and `explain` hid other users' jobs (issue 31).
+TEST(RequestHandler, StatusNamesTheJobBehindTheLastSweepOnlyToThoseWhoMaySeeIt) {
+  JobRegistry registry{"/nonexistent/jobs.json"};
+  DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
+  SweepOfJob events;
+  RequestHandler handler{info, registry, [] {}, &events, uid_t{3000}};
+  handler.handle(line(proto::StepStart{20, 0, "n1", 2000, true, 0}), Peer{0, 1});
+  const auto health_as = [&](uid_t uid) { return handler.handle(line(proto::StatusQuery{}), Peer{uid, 1})["data"]["health"]; };
+  for (uid_t stranger : {uid_t{1000}, uid_t{4242}}) {
+    auto h = health_as(stranger);
+    EXPECT_EQ(h["last_sweep"], "a step of another user's job failed");
+    EXPECT_FALSE(h.contains("last_sweep_job"));
+    EXPECT_EQ(h.dump().find("20"), std::string::npos) << h.dump();
+  }
+  for (uid_t allowed : {uid_t{0}, uid_t{2000}, uid_t{3000}}) {
+    auto h = health_as(allowed);
+    EXPECT_EQ(h["last_sweep"], "job 20 step failed");
+    EXPECT_EQ(h["last_sweep_job"], 20);
+  }
+}
