@@ -1,6 +1,9 @@
 #include "plugstack_args.hpp"
 
+#include <algorithm>
 #include <charconv>
+
+#include "auto_resume/protocol.hpp"
 
 namespace ar::plugin {
 namespace {
@@ -43,7 +46,17 @@ std::expected<PlugstackArgs, std::string> parse_plugstack_args(const std::vector
   return args;
 }
 
+bool safe_node_name(std::string_view node) {
+  if (node.empty() || node.size() > 255 || node == "." || node == "..") return false;
+  return std::all_of(node.begin(), node.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  });
+}
+
 std::expected<std::string, std::string> expand_socket_template(const std::string& tmpl, const std::string& node) {
+  if (tmpl.find("%n") != std::string::npos && !safe_node_name(node))
+    return std::unexpected("node name " + proto::quote_client_text(node) +
+                           " is not one a socket path may hold (letters, digits, '-', '_', '.')");
   std::string out;
   for (std::size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl[i] != '%') {

@@ -22,7 +22,12 @@ struct PlugstackArgs {
 // Parses the words after the plugin path. An unknown key or a bad value is an error naming it.
 std::expected<PlugstackArgs, std::string> parse_plugstack_args(const std::vector<std::string>& words);
 
-// Expands %n and %% in a socket template. An unknown %-escape is an error.
+// Expands %n and %% in a socket template. An unknown %-escape is an error, and so is a node name that
+// could lead the path elsewhere (root's slurmstepd connects to it): only a Slurm node name's letters,
+// digits, '-', '_' and '.' are taken, never "." or ".." alone, at most 255 bytes.
 std::expected<std::string, std::string> expand_socket_template(const std::string& tmpl, const std::string& node);
+
+// Whether `node` is a name expand_socket_template takes.
+bool safe_node_name(std::string_view node);
 
 }  // namespace ar::plugin

@@ -2,9 +2,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
+
+#include "slurm_job.hpp"
 
 // spank.h declares the slurm_spank_* hooks outside its own extern "C" block: include it as C.
 extern "C" {
@@ -36,26 +37,17 @@ class SpankHandle {
     return static_cast<std::uint32_t>(v);
   }
 
-  // This node's Slurm name: the entry of the step's node list at this node's relative id. The job
-  // environment's SLURMD_NODENAME cannot be trusted here: at the hooks' time it is still the value
-  // srun inherited from the batch script, i.e. the batch host's name, on every node of the step (and
-  // the batch step does not have it yet). Remote context only.
-  std::optional<std::string> node_name(bool batch_step) const {
+  // The step's node list as this node's slurmstepd was handed it, and this node's place in it. The
+  // environment's SLURMD_NODENAME cannot be used here: at the hooks' time it is still the value srun
+  // inherited from the batch script, i.e. the batch host's name, on every node of the step (and the
+  // batch step does not have it yet). The list is the job's environment, which the user can set:
+  // start_step checks the name against the job's record. Remote context only.
+  std::optional<std::string> node_name_from_env(bool batch_step) const {
     auto node_id = u32(S_JOB_NODEID);
     // The batch step runs on the first node of the job; an srun step's nodes are SLURM_STEP_NODELIST.
     auto list = job_env(batch_step ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
     if (!node_id || !list) return std::nullopt;
-    hostlist_t hosts = slurm_hostlist_create(list->c_str());
-    if (hosts == nullptr) return std::nullopt;
-    std::optional<std::string> name;
-    for (std::uint32_t i = 0; i <= *node_id; ++i) {
-      char* host = slurm_hostlist_shift(hosts);
-      if (host == nullptr) break;
-      if (i == *node_id) name = host;
-      std::free(host);
-    }
-    slurm_hostlist_destroy(hosts);
-    return name;
+    return host_at(*list, *node_id);
   }
 
   // A variable of the job's environment (remote context only).

@@ -34,6 +34,7 @@ extern "C" {
 #include "checkpoint.hpp"
 #include "options.hpp"
 #include "plugstack_args.hpp"
+#include "slurm_job.hpp"
 #include "spank_handle.hpp"
 #include "step_reporter.hpp"
 #include "step_rerun.hpp"
@@ -69,6 +70,9 @@ struct PluginState {
   std::string heartbeat;                     // --auto-resume-heartbeat
   ar::plugin::StallTimes stall;              // --auto-resume-stall (or its defaults)
   std::uint32_t reported_restart_count = 0;
+  // The job's record, read from slurmctld as the step started (slurmstepd, root); the task inherits
+  // it. Empty when slurmctld did not answer, or for a step that needs none (see start_step).
+  std::optional<ar::plugin::JobFacts> job;
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
   std::string node;
@@ -176,8 +180,6 @@ bool is_reported_step(std::uint32_t step_id) {
   return step_id != ar::proto::kExternStep;
 }
 
-std::uint32_t restart_count_from_env(const SpankHandle& h);
-
 // The step-start message of this process's step, as recorded by start_step.
 ar::proto::StepStart start_message(const SpankHandle& h, std::uint32_t restart_count) {
   const auto& s = state();
@@ -193,6 +195,25 @@ ar::proto::StepStart start_message(const SpankHandle& h, std::uint32_t restart_c
   return msg;
 }
 
+// This node's name, from Slurm. The batch script's node is the job record's batch host. An srun
+// step's is this node's entry of the step's node list, which comes through the job's environment
+// (the user can set it): it is taken only when it is a node of the job's record. Without a record
+// (a step that needs none, or slurmctld not answering) the list's entry is taken as it is, and the
+// socket template refuses any name that could lead the path elsewhere.
+std::optional<std::string> node_of_step(const SpankHandle& h, std::uint32_t job_id, std::uint32_t step_id,
+                                        const std::optional<ar::plugin::JobFacts>& job) {
+  const bool batch_step = step_id == ar::proto::kBatchStep;
+  if (batch_step && job && !job->batch_host.empty()) return job->batch_host;
+  auto name = h.node_name_from_env(batch_step);
+  if (!name || !job) return name;
+  if (!ar::plugin::host_list_holds(job->nodes, *name)) {
+    log_error("the step's node list names " + ar::proto::quote_client_text(*name) + ", which is not a node of job " +
+              std::to_string(job_id) + " (" + job->nodes + ")");
+    return std::nullopt;
+  }
+  return name;
+}
+
 void start_step(spank_t sp) {
   auto& s = state();
   SpankHandle h(sp);
@@ -202,15 +223,24 @@ void start_step(spank_t sp) {
     log_error("cannot read the job or step id; this step is not reported");
     return;
   }
-  auto node = h.node_name(*step == ar::proto::kBatchStep);
   if (!is_reported_step(*step)) return;
+  // Slurm's own record of the job: the restart count (S_SLURM_RESTART_COUNT reads 0 on 22.05,
+  // and the environment's SLURM_RESTART_COUNT is the user's to set) and the node names. Read for the
+  // steps whose attempt matters to healthd: every auto-resume step, and the batch script (whose task
+  // also needs the requeue flag and the admin comment).
+  if (*step == ar::proto::kBatchStep || s.auto_resume.value_or(false)) {
+    s.job = ar::plugin::read_job(*job);
+    if (!s.job) log_error("cannot read job " + std::to_string(*job) + " from slurmctld; its restart count is taken as " +
+                          std::to_string(h.u32(S_SLURM_RESTART_COUNT).value_or(0)));
+  }
+  auto node = node_of_step(h, *job, *step, s.job);
   if (!node) {
     log_error("cannot find this node's name in the step's node list; this step is not reported");
     return;
   }
   auto path = ar::plugin::expand_socket_template(s.args.socket_template, *node);
   if (!path) {
-    log_error(path.error());
+    log_error(path.error() + "; this step is not reported");
     return;
   }
   s.job_id = *job;
@@ -219,9 +249,7 @@ void start_step(spank_t sp) {
   s.socket_path = *path;
   s.reporter = std::make_unique<StepReporter>(*path, s.args.timeout, s.args.step_budget, log_error);
 
-  // srun steps have SLURM_RESTART_COUNT from the batch script; the batch step gets it only in the task
-  // (corrected from prepare_task). S_SLURM_RESTART_COUNT reads 0 either way on 22.05.
-  auto msg = start_message(h, std::max(h.u32(S_SLURM_RESTART_COUNT).value_or(0), restart_count_from_env(h)));
+  auto msg = start_message(h, s.job ? s.job->restart_count : h.u32(S_SLURM_RESTART_COUNT).value_or(0));
   s.reported_restart_count = msg.restart_count;
   s.reporter->report(msg);
 }
@@ -243,41 +271,12 @@ void export_checkpoint(spank_t sp) {
   else spank_unsetenv(sp, "AUTO_RESUME_CHECKPOINT");
 }
 
-std::uint32_t restart_count_from_env(const SpankHandle& h) {
-  if (auto env = h.job_env("SLURM_RESTART_COUNT")) {
-    try {
-      return static_cast<std::uint32_t>(std::stoul(*env));
-    } catch (...) {
-      log_error("SLURM_RESTART_COUNT='" + *env + "' is not a number");
-    }
-  }
-  return 0;
-}
-
-// How the plugin reads its own job. SHOW_LOCAL: this cluster's record only, which is where a job
-// running here lives; without it libslurm first asks slurmctld for the federation (REQUEST_FED_INFO),
-// one more RPC for every auto-resume srun of a batch script (bench/scale.sh, churn).
-constexpr std::uint16_t kJobRead = SHOW_DETAIL | SHOW_LOCAL;
-
-// In the task, just before exec: the batch step's environment only now holds SLURM_RESTART_COUNT
-// (Slurm 22.05 leaves S_SLURM_RESTART_COUNT at 0 and adds the variable late). So the variables the
-// training code reads are set here, and a batch step reported with a stale count is corrected.
 // Why the last attempt ended, from the line healthd left in the job's admin comment when it requeued
-// it (the user's own --comment is never touched). Asked of
-// slurmctld once, from the batch script's task of a restarted job only (srun steps inherit the
-// variables from the script). The job has just been scheduled, so slurmctld is answering.
-// Answers the job's step re-runs so far (0 when unknown).
-std::uint32_t export_last_attempt(spank_t sp, std::uint32_t job_id) {
-  job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, job_id, kJobRead) != 0 || info == nullptr) {
-    log_error("cannot read job " + std::to_string(job_id) + " from slurmctld; AUTO_RESUME_LAST_* are not set");
-    return 0;
-  }
-  std::string admin_comment;
-  if (info->record_count > 0 && info->job_array[0].admin_comment != nullptr)
-    admin_comment = info->job_array[0].admin_comment;
-  slurm_free_job_info_msg(info);
-  auto last = ar::parse_attempt_comment(ar::auto_resume_line(admin_comment));
+// it (the user's own --comment is never touched), for the batch script's task of a restarted job
+// (srun steps inherit the variables from the script). Answers the job's step re-runs so far (0 when
+// unknown).
+std::uint32_t export_last_attempt(spank_t sp, const ar::plugin::JobFacts& job) {
+  auto last = ar::parse_attempt_comment(ar::auto_resume_line(job.admin_comment));
   if (!last) return 0;  // requeued by someone else (an admin, Slurm itself): nothing of ours to pass on
   spank_setenv(sp, "AUTO_RESUME_LAST_CODE", last->code.c_str(), 1);
   spank_setenv(sp, "AUTO_RESUME_LAST_NODE", last->node.c_str(), 1);
@@ -289,28 +288,20 @@ std::uint32_t export_last_attempt(spank_t sp, std::uint32_t job_id) {
 // A job asked auto-resume but cannot be requeued (sbatch --no-requeue, JobRequeue=0 in slurm.conf
 // without --requeue, or not a batch job): at a fault healthd could only drain the node, and Slurm
 // would refuse the requeue. Said at once, in the job's own output (this is the task: its stderr is
-// the job's), and in AUTO_RESUME_REQUEUE=0 for the training code. One slurmctld read per job: in the
-// first attempt's batch script, or in step 0 of a job that has no batch script.
-void warn_if_not_requeueable(spank_t sp, std::uint32_t job_id, std::uint32_t step_id) {
+// the job's), and in AUTO_RESUME_REQUEUE=0 for the training code: in the first attempt's batch
+// script, or in step 0 of a job that has no batch script, from the record start_step read.
+void warn_if_not_requeueable(spank_t sp, const ar::plugin::JobFacts& job, std::uint32_t job_id, std::uint32_t step_id) {
   // Steps of a batch job inherit ENVIRONMENT=BATCH from its script, which has spoken already.
   char env[16] = {0};
   if (step_id != ar::proto::kBatchStep && spank_getenv(sp, "ENVIRONMENT", env, sizeof env) == ESPANK_SUCCESS &&
       std::string(env) == "BATCH")
     return;
-  job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, job_id, kJobRead) != 0 || info == nullptr) return;  // no answer: no claim
   std::string why;
-  bool batch = true;
-  if (info->record_count > 0) {
-    const auto& j = info->job_array[0];
-    batch = j.batch_flag != 0;
-    if (!batch) why = "it is not a batch job (salloc/srun): Slurm requeues batch jobs only; submit it with sbatch";
-    else if (j.requeue == 0)
-      why = "it does not allow requeue (sbatch --no-requeue, or JobRequeue=0 in slurm.conf without --requeue); "
-            "submit it with --requeue";
-  }
-  slurm_free_job_info_msg(info);
-  if (step_id != ar::proto::kBatchStep && batch) return;  // the batch script has said it already
+  if (!job.batch) why = "it is not a batch job (salloc/srun): Slurm requeues batch jobs only; submit it with sbatch";
+  else if (!job.requeue)
+    why = "it does not allow requeue (sbatch --no-requeue, or JobRequeue=0 in slurm.conf without --requeue); "
+          "submit it with --requeue";
+  if (step_id != ar::proto::kBatchStep && job.batch) return;  // the batch script has said it already
   if (why.empty()) return;
   spank_setenv(sp, "AUTO_RESUME_REQUEUE", "0", 1);
   const std::string line = std::string(kPrefix) + "job " + std::to_string(job_id) +
@@ -318,10 +309,16 @@ void warn_if_not_requeueable(spank_t sp, std::uint32_t job_id, std::uint32_t ste
   (void)!write(STDERR_FILENO, line.data(), line.size());
 }
 
+// In the task, just before exec (as the job's user): the variables the training code reads. The
+// attempt is counted from the job's record read as the step started; where slurmctld did not answer
+// then, the task asks once more, and a batch step reported with a stale count is corrected (healthd
+// takes a correction from the job's owner for that job only).
 void prepare_task(spank_t sp) {
   auto& s = state();
   SpankHandle h(sp);
-  const std::uint32_t restart_count = restart_count_from_env(h);
+  const bool reads_job = s.step_id == ar::proto::kBatchStep || s.auto_resume.value_or(false);
+  if (!s.job && reads_job) s.job = ar::plugin::read_job(s.job_id);
+  const std::uint32_t restart_count = s.job ? s.job->restart_count : s.reported_restart_count;
   spank_setenv(sp, "AUTO_RESUME", s.auto_resume.value_or(false) ? "1" : "0", 1);
   export_checkpoint(sp);
   // Step re-runs inside the allocation are attempts too: a re-run srun carries their number, and a
@@ -329,11 +326,11 @@ void prepare_task(spank_t sp) {
   std::uint32_t reruns = 0;
   if (auto env = h.job_env(ar::plugin::kStepRerunsEnv))
     reruns = ar::plugin::parse_count(env->c_str()).value_or(0);
-  if (restart_count > 0 && s.step_id == ar::proto::kBatchStep) reruns = export_last_attempt(sp, s.job_id);
+  if (s.job && restart_count > 0 && s.step_id == ar::proto::kBatchStep) reruns = export_last_attempt(sp, *s.job);
   spank_setenv(sp, "AUTO_RESUME_ATTEMPT", std::to_string(restart_count + reruns + 1).c_str(), 1);
-  if (restart_count == 0 && s.auto_resume.value_or(false) && (s.step_id == ar::proto::kBatchStep || s.step_id == 0) &&
-      SpankHandle(sp).u32(S_TASK_ID).value_or(1) == 0)
-    warn_if_not_requeueable(sp, s.job_id, s.step_id);
+  if (s.job && restart_count == 0 && s.auto_resume.value_or(false) &&
+      (s.step_id == ar::proto::kBatchStep || s.step_id == 0) && h.u32(S_TASK_ID).value_or(1) == 0)
+    warn_if_not_requeueable(sp, *s.job, s.job_id, s.step_id);
 
   if (!s.reporter || s.reporter->disabled() || restart_count <= s.reported_restart_count) return;
   if (h.u32(S_TASK_ID).value_or(1) != 0) return;  // one correction per step is enough
@@ -369,20 +366,12 @@ void rerun_step_if_asked() {
   auto& s = state();
   if (!s.configured || !s.auto_resume.value_or(false) || !s.local_step_known) return;
   if (!ar::proto::is_user_step(s.step_id) || start_env_value("ENVIRONMENT") != "BATCH") return;
-  job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, s.job_id, kJobRead) != 0 || info == nullptr) return;  // no answer: no re-run
-  std::string admin_comment, nodes;
-  std::uint32_t num_nodes = 0;
-  if (info->record_count > 0) {
-    const auto& j = info->job_array[0];
-    if (j.admin_comment != nullptr) admin_comment = j.admin_comment;
-    if (j.nodes != nullptr) nodes = j.nodes;
-    num_nodes = j.num_nodes;
-  }
-  slurm_free_job_info_msg(info);
-  const auto line = ar::parse_attempt_comment(ar::auto_resume_line(admin_comment));
-  const auto restart = ar::plugin::parse_count(start_env_value("SLURM_RESTART_COUNT").c_str()).value_or(0);
-  if (!ar::asks_step_rerun(line, s.step_id, restart) || nodes.empty()) return;
+  const auto job = ar::plugin::read_job(s.job_id);
+  if (!job) return;  // no answer: no re-run
+  const std::string& nodes = job->nodes;
+  const std::uint32_t num_nodes = job->num_nodes;
+  const auto line = ar::parse_attempt_comment(ar::auto_resume_line(job->admin_comment));
+  if (!ar::asks_step_rerun(line, s.step_id, job->restart_count) || nodes.empty()) return;
 
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   const auto argv = ar::plugin::split_cmdline(std::string(std::istreambuf_iterator<char>(cmdline), {}));

@@ -69,6 +69,19 @@ TEST(SocketTemplate, ExpandsNodeAndPercent) {
   EXPECT_FALSE(expand_socket_template("/run/%j", "n1"));
 }
 
+// The node name comes from the step's node list, which a launcher can set: root's slurmstepd must
+// never connect to a path of the user's choosing through it.
+TEST(SocketTemplate, ANodeNameThatLeavesTheDirectoryIsRefused) {
+  for (const char* bad : {"../../tmp/evil", "..", ".", "n1/../x", "", "n 1", "n1\n"}) {
+    auto r = expand_socket_template("/run/healthd/%n.sock", bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("not one a socket path may hold"), std::string::npos) << r.error();
+  }
+  EXPECT_EQ(expand_socket_template("/run/healthd/%n.sock", "gpu-a_1.rack2"), "/run/healthd/gpu-a_1.rack2.sock");
+  // A template without %n does not care about the name.
+  EXPECT_EQ(expand_socket_template("/run/healthd.sock", "../x"), "/run/healthd.sock");
+}
+
 TEST(CheckpointDirOption, AbsolutePathsOnly) {
   EXPECT_EQ(parse_checkpoint_dir("/fsx/ckpt"), "/fsx/ckpt");
   for (const char* bad : {"", "ckpt", "./ckpt"}) {

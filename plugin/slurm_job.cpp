@@ -1,0 +1,55 @@
+#include "slurm_job.hpp"
+
+#include <cstdlib>
+
+extern "C" {
+#include <slurm/slurm.h>
+}
+
+namespace ar::plugin {
+namespace {
+
+// SHOW_LOCAL: this cluster's record only, which is where a job running here lives; without it
+// libslurm first asks slurmctld for the federation (REQUEST_FED_INFO), one more RPC per read.
+constexpr std::uint16_t kJobRead = SHOW_DETAIL | SHOW_LOCAL;
+
+std::string text(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+
+}  // namespace
+
+std::optional<JobFacts> read_job(std::uint32_t job_id) {
+  job_info_msg_t* info = nullptr;
+  if (slurm_load_job(&info, job_id, kJobRead) != 0 || info == nullptr) return std::nullopt;
+  std::optional<JobFacts> facts;
+  if (info->record_count > 0) {
+    const auto& j = info->job_array[0];
+    facts = JobFacts{j.restart_cnt,       j.user_id,   text(j.batch_host), text(j.nodes), j.num_nodes,
+                     text(j.admin_comment), j.batch_flag != 0, j.requeue != 0};
+  }
+  slurm_free_job_info_msg(info);
+  return facts;
+}
+
+bool host_list_holds(const std::string& list, const std::string& node) {
+  hostlist_t hosts = slurm_hostlist_create(list.c_str());
+  if (hosts == nullptr) return false;
+  const bool found = slurm_hostlist_find(hosts, node.c_str()) >= 0;
+  slurm_hostlist_destroy(hosts);
+  return found;
+}
+
+std::optional<std::string> host_at(const std::string& list, std::uint32_t node_id) {
+  hostlist_t hosts = slurm_hostlist_create(list.c_str());
+  if (hosts == nullptr) return std::nullopt;
+  std::optional<std::string> name;
+  for (std::uint32_t i = 0; i <= node_id; ++i) {
+    char* host = slurm_hostlist_shift(hosts);
+    if (host == nullptr) break;
+    if (i == node_id) name = host;
+    std::free(host);
+  }
+  slurm_hostlist_destroy(hosts);
+  return name;
+}
+
+}  // namespace ar::plugin
