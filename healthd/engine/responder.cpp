@@ -20,10 +20,16 @@ namespace {
 std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), 240); }
 
 // The worst fault among results: fault status only (a broken check says nothing about the node).
+// Its code and message are bounded here, once, for everything that carries them out of the daemon
+// (text/text.hpp fault_code_text).
 std::optional<CheckResult> worst_fault(const std::vector<CheckResult>& results) {
   std::optional<CheckResult> worst;
   for (const auto& r : results)
     if (r.status == Status::fault && takes_node_out(r.action) && (!worst || r.action > worst->action)) worst = r;
+  if (worst) {
+    worst->code = fault_code_text(worst->code);
+    worst->message = fault_message_text(worst->message);
+  }
   return worst;
 }
 
@@ -154,7 +160,7 @@ void Responder::act_on_stall(const StallEvent& stall, WallTime now) {
   }
   CheckResult stalled;
   stalled.code = kStall;
-  stalled.message = stall.message;
+  stalled.message = fault_message_text(stall.message);  // it names the user's heartbeat path
   queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true, {}}, stalled, now, now);
 }
 

@@ -120,4 +120,16 @@ std::string truncate_utf8(std::string s, std::size_t max_bytes) {
   return s;
 }
 
+std::string fault_code_text(std::string_view code) {
+  std::string out;
+  for (char c : code.substr(0, kMaxFaultCodeBytes)) {
+    const bool kept = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                      c == '_' || c == '.' || c == ':';
+    out += kept ? c : '_';
+  }
+  return out.empty() ? std::string("UNKNOWN") : out;
+}
+
+std::string fault_message_text(std::string_view message) { return sanitize(message, kMaxFaultMessageBytes); }
+
 }  // namespace ar::healthd

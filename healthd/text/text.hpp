@@ -38,4 +38,14 @@ std::string truncate_utf8(std::string s, std::size_t max_bytes);
 // the cut, so a reader can cut a line whose rest it has not read yet.
 std::size_t utf8_boundary(std::string_view s, std::size_t max_bytes);
 
+// A fault's code and message as they may leave the daemon: into a Slurm reason, the job's admin
+// comment, a hook's argv and environment, the timeline, the event log and the webhook. The one place
+// where that text is bounded, whatever check (or rule of an admin, or user-named path) produced it.
+// A code keeps letters, digits and "-_.:" (anything else becomes '_'), at most kMaxFaultCodeBytes; a
+// message is sanitize()d to at most kMaxFaultMessageBytes.
+inline constexpr std::size_t kMaxFaultCodeBytes = 64;
+inline constexpr std::size_t kMaxFaultMessageBytes = 240;
+std::string fault_code_text(std::string_view code);
+std::string fault_message_text(std::string_view message);
+
 }  // namespace ar::healthd

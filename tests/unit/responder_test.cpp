@@ -1538,3 +1538,23 @@ TEST(AdminActions, JournalledAdminEntriesKeepTheirFlagsAcrossARestart) {
   EXPECT_TRUE(again.pending()[1].force);
   EXPECT_EQ(again.pending()[1].by_uid, std::optional<std::uint32_t>(0));
 }
+
+// Whatever a check (or an admin's kernel-log rule capturing user text) puts in a fault, what reaches
+// Slurm, the admin comment and the hooks is bounded in one place (issue 31).
+TEST(Responder, AFaultsCodeAndMessageAreBoundedBeforeTheyLeaveTheDaemon) {
+  Fixture f;
+  CheckResult r = kernel_log_result(true);
+  r.code = "X-$(id)\n`reboot`";
+  r.message = "bad \xc2\x9b""31m text\n" + std::string(2000, 'y');
+  f.slurm.clock = f.now;
+  f.responder->on_sweep({r}, {{7, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  const auto& reason = f.slurm.nodes["n2"].reason;
+  EXPECT_EQ(reason.rfind("healthd: X-__id___reboot_: bad \\u009b31m text ", 0), 0u) << reason;
+  EXPECT_LE(reason.size(), 240u);
+  EXPECT_EQ(reason.find('\n'), std::string::npos);
+  const auto& comment = f.slurm.jobs[7].admin_comment;
+  EXPECT_NE(comment.find("X-__id___reboot_ on n2"), std::string::npos) << comment;
+  EXPECT_EQ(comment.find("$(id)"), std::string::npos);
+  EXPECT_EQ(comment.find("\xc2\x9b"), std::string::npos);
+}

@@ -165,3 +165,25 @@ TEST(Ec2Text, NoticeFieldsAreSanitized) {
   ASSERT_EQ(n->size(), 1u);
   EXPECT_EQ(n->at(0).message, R"(ec2: system-reboot scheduled: scheduled\u001b]0;owned\u0007 reboot)");
 }
+
+// A fault's code and message as they leave the daemon (issue 31): a rule's capture or a
+// user-named path cannot carry a newline, a shell word or a terminal escape into a Slurm reason, an
+// admin comment or a hook's environment.
+TEST(FaultText, ACodeKeepsOnlyWhatACodeIsMadeOf) {
+  EXPECT_EQ(fault_code_text("GPU-XID-79"), "GPU-XID-79");
+  EXPECT_EQ(fault_code_text("IB-LINK:mlx5_0.1"), "IB-LINK:mlx5_0.1");
+  EXPECT_EQ(fault_code_text("X$(reboot)\n;`id`"), "X__reboot____id_");
+  EXPECT_EQ(fault_code_text("A\xc2\x9b""B"), "A__B");
+  EXPECT_EQ(fault_code_text(std::string(500, 'C')).size(), kMaxFaultCodeBytes);
+  EXPECT_EQ(fault_code_text(""), "UNKNOWN");
+}
+
+TEST(FaultText, AMessageIsSanitizedAndBounded) {
+  const auto m = fault_message_text("heartbeat /fsx/\xc2\x9b""31m\xc2\x9d""0;title\x07 has not moved\n" + std::string(1000, 'x'));
+  EXPECT_LE(m.size(), kMaxFaultMessageBytes);
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+  EXPECT_EQ(m.find("\xc2\x9b"), std::string::npos);
+  EXPECT_EQ(m.find("\xc2\x9d"), std::string::npos);
+  EXPECT_NE(m.find("\\u009b31m"), std::string::npos) << m;
+  EXPECT_TRUE(dumps_strictly(m));
+}
