@@ -490,9 +490,21 @@ write_plugstack_conf() {
   if [ -n "${AR_PLUGIN:-}" ]; then
     case "$AR_PLUGIN" in /*) ;; *) die "AR_PLUGIN must be an absolute path, got '$AR_PLUGIN'" ;; esac
     [ -r "$AR_PLUGIN" ] || die "AR_PLUGIN=$AR_PLUGIN does not exist"
+    local plugin=$AR_PLUGIN
+    # srun loads the plugin as the job's user, an ordinary account. A build it cannot read (a checkout
+    # under /root) is copied under DIR, readable by all; copied and renamed into place, so a
+    # slurmstepd that has the old copy mapped keeps it. An installed plugin is used where it is.
+    if ! runuser -u nobody -- test -r "$plugin"; then
+      mkdir -p "$DIR/lib"
+      chmod 0755 "$DIR/lib"
+      cp "$plugin" "$DIR/lib/.auto_resume.so.new"
+      chmod 0755 "$DIR/lib/.auto_resume.so.new"
+      mv -f "$DIR/lib/.auto_resume.so.new" "$DIR/lib/auto_resume.so"
+      plugin=$DIR/lib/auto_resume.so
+    fi
     # %n is expanded by the plugin itself to the Slurm node name.
     printf 'optional %s socket=%s/healthd-%%n.sock%s\n' \
-      "$AR_PLUGIN" "$RUN" "${AR_PLUGIN_ARGS:+ $AR_PLUGIN_ARGS}" >"$ETC/plugstack.conf"
+      "$plugin" "$RUN" "${AR_PLUGIN_ARGS:+ $AR_PLUGIN_ARGS}" >"$ETC/plugstack.conf"
   else
     printf '# No SPANK plugin (AR_PLUGIN was not set when %s started this cluster).\n' "$PROG" \
       >"$ETC/plugstack.conf"
@@ -728,6 +740,8 @@ cmd_start() {
   rm -rf "$SPOOL" "$RUN" "$STATE" "$DIR/log.prev" "$DIR/env.sh"
   if [ -d "$LOGD" ]; then mv "$LOGD" "$DIR/log.prev"; fi
   mkdir -p "$ETC" "$RUN" "$LOGD" "$SPOOL/ctld" "$STATE"
+  # Jobs run as ordinary users: their srun reads slurm.conf and reaches the healthd sockets.
+  chmod 0755 "$ETC" "$RUN"
 
   # From here on a failed start takes down what it started (unless AR_KEEP_ON_FAILURE=1), so a
   # failing test setup leaves no daemons behind; the logs stay in DIR/log.

@@ -8,7 +8,7 @@ load helpers
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
 }
 
 teardown() { reset_cluster; }
@@ -124,7 +124,7 @@ second_node() { job_nodes "$1" | tail -1; }
 }
 
 @test "a user's --auto-resume-max lowers the cap for their job; a bad value is refused" {
-  run sbatch --auto-resume=1 --auto-resume-max=lots --wrap true
+  run as_user sbatch --auto-resume=1 --auto-resume-max=lots --wrap true
   [ "$status" -ne 0 ]
   [[ "$output" == *"invalid value 'lots' for --auto-resume-max"* ]]
   local job victim

@@ -102,7 +102,7 @@ teardown_file() {
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/faults-${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
   FAILS="$WORK/failures"
   : >"$FAILS"
   : >"$WORK/fired"

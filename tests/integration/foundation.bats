@@ -6,7 +6,7 @@ load helpers
 
 @test "--auto-resume is listed by sbatch, srun and salloc --help" {
   for cmd in sbatch srun salloc; do
-    run "$cmd" --help
+    run as_user "$cmd" --help
     [ "$status" -eq 0 ]
     [[ "$output" == *"--auto-resume"* ]] || { echo "$cmd --help lacks --auto-resume"; return 1; }
   done
@@ -15,10 +15,10 @@ load helpers
 @test "a bad --auto-resume value is refused before anything is submitted" {
   local tag; tag=$(test_tag)
   for bad in yes 2 -1 ""; do
-    run sbatch --job-name="$tag" --auto-resume="$bad" --wrap true
+    run as_user sbatch --job-name="$tag" --auto-resume="$bad" --wrap true
     [ "$status" -ne 0 ]
     [[ "$output" == *"invalid value '$bad' for --auto-resume: expected 0 or 1"* ]]
-    run srun --job-name="$tag" --auto-resume="$bad" true
+    run as_user srun --job-name="$tag" --auto-resume="$bad" true
     [ "$status" -ne 0 ]
     [[ "$output" == *"invalid value '$bad' for --auto-resume"* ]]
   done
@@ -79,7 +79,9 @@ load helpers
 @test "with healthd stopped on a node, jobs there run and finish normally, and healthctl says it is down" {
   local job out
   cluster stop-healthd n3
-  out="${AR_CLUSTER_DIR}/nohealthd-$$.out"
+  WORK="${AR_CLUSTER_DIR}/work/foundation-${BATS_TEST_NUMBER}-$$"
+  make_work "$WORK"
+  out="$WORK/nohealthd.out"
   job=$(submit -N1 -w n3 --auto-resume=1 -o "$out" --wrap 'srun bash -c "echo step-ran"; echo script-ran')
   wait_until 60 job_finished "$job"
   local state; state=$(job_state "$job")

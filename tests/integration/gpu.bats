@@ -34,7 +34,7 @@ setup() {
   done
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/gpu-${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
 }
 
 teardown() {

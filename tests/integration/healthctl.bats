@@ -54,7 +54,7 @@ teardown_file() {
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/healthctl-${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
 }
 
 teardown() {

@@ -31,8 +31,21 @@ wait_until() {
 job_state() { scontrol show job "$1" -o 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -1 | cut -d= -f2; }
 job_finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) return 0;; *) return 1;; esac; }
 
-# submit ARGS...: sbatch --parsable, prints the job id.
-submit() { sbatch --parsable "$@" | cut -d';' -f1; }
+# Jobs are submitted by AR_USER, an ordinary account made by the test setup (start_cluster.sh), as
+# users submit them on a real cluster; root is the admin. The examples are its readable copy.
+AR_USER=arjob
+AR_EXAMPLES="${AR_CLUSTER_DIR}/examples"
+
+# as_user CMD...: CMD as AR_USER, in the environment of the test (SLURM_CONF and the rest), from a
+# directory the user may enter (sbatch makes the submit directory the job's).
+as_user() { (cd "${WORK:-${AR_CLUSTER_DIR}/work}" && runuser -u "$AR_USER" -- "$@"); }
+
+# make_work DIR: a test's work directory, the user's own (its jobs write their output and
+# checkpoints there; root, the test, reads them).
+make_work() { mkdir -p "$1" && chown "$AR_USER:" "$1" && chmod 0755 "$1"; }
+
+# submit ARGS...: sbatch --parsable as AR_USER, prints the job id.
+submit() { as_user sbatch --parsable "$@" | cut -d';' -f1; }
 
 # A unique name per test, so tests can tell their jobs apart.
 test_tag() { echo "t${BATS_TEST_NUMBER}-$$"; }
@@ -107,6 +120,7 @@ reset_cluster() {
     wait_until 60 bash -c "scontrol ping | grep -q UP"
   fi
   scancel --user=root 2>/dev/null || true
+  scancel --user="$AR_USER" 2>/dev/null || true
   scancel --user=nobody 2>/dev/null || true  # another user's queue (slurm_api.bats)
   wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
   local node

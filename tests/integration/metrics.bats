@@ -42,7 +42,7 @@ setup() {
   for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/metrics-${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
   wait_until 60 metric_holds 'v == 0' healthd_node_faulty
 }
 

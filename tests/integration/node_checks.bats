@@ -34,7 +34,7 @@ setup() {
   heal_all
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
 }
 
 teardown() {

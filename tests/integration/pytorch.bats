@@ -11,7 +11,7 @@ STEPS=30
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
   TORCH_PY=""
   local p
   for p in "${AR_TORCH_PYTHON:-}" python3 /usr/bin/python3; do

@@ -8,7 +8,7 @@ load helpers
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
   chmod 777 "$WORK"
 }
 

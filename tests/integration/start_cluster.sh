@@ -68,5 +68,18 @@ for node in n1 n2 n3; do
   printf 'fsx@tcp:/fsx /fsx lustre rw,flock 0 0\n' >"$dir/host/$node/proc/mounts"
   rm -f "$dir/host/$node/etc/admin-check"
 done
+# The tests' jobs are submitted by an ordinary account, as on a real cluster (root is the admin, and
+# `nobody` the other user on the node); see tests/integration/helpers.bash.
+if ! id arjob >/dev/null 2>&1; then
+  useradd --create-home --shell /bin/bash --comment "slurm-auto-resume test jobs" arjob
+fi
+# The examples the jobs run, where that user can read them (a checkout under /root is not).
+if [ -n "${AR_EXAMPLES:-}" ]; then
+  rm -rf "$dir/examples"
+  cp -r "$AR_EXAMPLES" "$dir/examples"
+  chmod -R a+rX "$dir/examples"
+fi
+mkdir -p "$dir/work"
+chmod 0755 "$dir" "$dir/work"
 rm -f "$dir/etc/healthd.toml"  # cluster.sh writes it from AR_HEALTHD_CONFIG only when missing
 exec "$(dirname "$0")/../cluster/cluster.sh" start "$dir"

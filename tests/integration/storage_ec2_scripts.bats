@@ -25,7 +25,7 @@ teardown_file() {
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/s${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK"
+  make_work "$WORK"
 }
 
 teardown() {

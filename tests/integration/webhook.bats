@@ -17,7 +17,8 @@ teardown_file() {
 setup() {
   reset_cluster
   WORK="${AR_CLUSTER_DIR}/work/w${BATS_TEST_NUMBER}-$$"
-  mkdir -p "$WORK" "$HOOK_DIR"
+  make_work "$WORK"
+  mkdir -p "$HOOK_DIR"
 }
 
 teardown() {

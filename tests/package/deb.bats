@@ -181,10 +181,11 @@ control() { dpkg-deb -f "$DEB" "$1"; }
   [[ "$output" == *"healthd:      $(project_version) "* ]]
   # healthd reached slurmctld through the installed libslurm and knows its node (no "slurm:" line).
   wait_until 30 bash -c "! /usr/bin/healthctl --socket '$sock' status | grep -q '^slurm:'"
-  sbatch --help | grep -q -- --auto-resume
+  (cd /tmp && runuser -u nobody -- sbatch --help) | grep -q -- --auto-resume
   # The plugin, loaded by slurmstepd, flags the step and tells the installed daemon.
   local out job
-  out=$(timeout 120 srun --auto-resume=1 -N1 bash -c 'echo "$SLURM_JOB_ID $AUTO_RESUME"')
+  # As an ordinary user, as jobs are run on a real cluster (the plugin loaded by the user's srun).
+  out=$(cd /tmp && runuser -u nobody -- timeout 120 srun --auto-resume=1 -N1 bash -c 'echo "$SLURM_JOB_ID $AUTO_RESUME"')
   job=${out% *}
   [ "${out#* }" = 1 ] || { echo "srun printed: $out"; return 1; }
   wait_until 10 bash -c "/usr/bin/healthctl --socket '$sock' jobs --json | grep -Eq '\"job_id\": *$job([^0-9]|\$)'"
