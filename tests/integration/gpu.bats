@@ -299,13 +299,14 @@ reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
   cat "$samples" >&2
   # Rebooted, then drained with healthd's reason (no REBOOT flag left) until healthd judged it ...
   grep -q '^IDLE+DRAIN healthd: GPU-XID-79' "$samples"
-  # ... and never in service between the reboot and that: the first sample in service comes after
-  # every drained one.
+  # ... and never in service between the reboot and that: the first sample in service (no DRAIN,
+  # DOWN or REBOOT flag) comes after every drained one.
   local first_up last_drained
   awk 'out || /DRAIN|REBOOT/ { out = 1; print }' "$samples" >"$samples.since"
-  first_up=$(grep -n -E '^(IDLE|MIXED|ALLOCATED)( |$)' "$samples.since" | head -1 | cut -d: -f1)
+  first_up=$(grep -n -v -E '^[A-Z_+]*(DRAIN|DOWN|REBOOT)' "$samples.since" | head -1 | cut -d: -f1)
   last_drained=$(grep -n 'DRAIN' "$samples.since" | tail -1 | cut -d: -f1)
-  [ -n "$first_up" ] && [ "$first_up" -gt "$last_drained" ]
+  [ -n "$first_up" ]
+  [ "$first_up" -gt "$last_drained" ]
   # healthd returned it itself, as its own drain.
   grep -q "node n3 passed 3 checks in a row: resumed (was: healthd: GPU-XID-79" "${AR_CLUSTER_DIR}/log/healthd-n3.log"
 }
