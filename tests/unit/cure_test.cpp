@@ -304,6 +304,21 @@ TEST(Cure, ARebootComesBackDrainedAndHealthdReturnsItOnceHealthy) {
   EXPECT_FALSE(f.journal.own_drain().has_value());
 }
 
+// Back drained from its reboot, the node gets the deep check before it returns, as after a reset
+// (before, Slurm returned it itself and no deep check could stand between).
+TEST(Cure, ARebootedNodeGetsTheDeepCheckBeforeItReturns) {
+  PolicyConfig p;
+  p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
+  CureFixture f(p);
+  f.sweep_with(fault("GPU-LOST", reboot));
+  ASSERT_EQ(f.slurm.count("reboot n2"), 1);
+  f.slurm.rebooted("n2");
+  f.rebuild("boot-2");
+  for (int i = 0; i < 8 && f.slurm.count("resume n2") == 0; ++i) f.sweep_with(std::nullopt);
+  EXPECT_EQ(f.ran("/usr/bin/dcgmi"), 1u);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
 TEST(Cure, AResetThatFailsGoesToTheNextStepAtOnce) {
   PolicyConfig p;
   p.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
