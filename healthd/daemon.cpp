@@ -491,6 +491,25 @@ std::string origin_of(const std::string& key, std::size_t i, const std::vector<C
   return "default";
 }
 
+// The cure steps this site cannot run (issue 31): a fault whose chain reaches one is held drained for
+// an admin there, its reason saying what it needs. Warnings: the config itself is valid. Every step is
+// in some chain (the catalogue's defaults use all three). Slurm's RebootProgram is asked of slurmctld.
+void write_cure_warnings(const Config& config, std::ostream& out) {
+  std::vector<std::string> warnings;
+  if (auto m = reset_cannot_run(config.policy.cure)) warnings.push_back("reset_gpu: " + m->why);
+  SlurmApiClient slurm(config.slurm.scontrol, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::min(config.slurm.timeout, std::chrono::seconds(10))));
+  if (auto program = slurm.reboot_program(); !program)
+    warnings.push_back("reboot: not known whether slurm.conf has a RebootProgram (slurmctld did not answer: " +
+                       program.error().message + ")");
+  else if (auto m = reboot_cannot_run(*program))
+    warnings.push_back("reboot: " + m->why);
+  if (auto m = replace_cannot_run(config.policy.hooks)) warnings.push_back("replace: " + m->why);
+  if (warnings.empty()) return;
+  out << "warning: cure steps this site cannot run (a fault whose cure chain reaches one is held drained for an admin):\n";
+  for (const auto& w : warnings) out << "  " << w << "\n";
+}
+
 }  // namespace
 
 int check_config(const std::filesystem::path& config_file, const Overrides& overrides, std::ostream& out,
@@ -541,6 +560,7 @@ int check_config(const std::filesystem::path& config_file, const Overrides& over
   }
   for (const auto& hook : config.policy.hooks)
     out << "hook " << hook.name << " after " << action_names(hook.on) << ": " << hook.command.front() << "\n";
+  write_cure_warnings(config, out);
   out << "effective config (key = value  # where it came from):\n";
   const std::string profile_name = *applied ? (*applied)->name : "";
   for (std::size_t i = 0; i < effective.size(); ++i)

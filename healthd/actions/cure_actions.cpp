@@ -4,6 +4,11 @@
 // step does it again after its restart (a GPU reset or a deep check twice is harmless) and never
 // skips it. A step runs once the drain it follows is carried out; the next step starts when one
 // fails, or when the responder finds the same fault again after it (fault_seen).
+//
+// A step whose means are missing here (no reset command, no RebootProgram in Slurm's config, no
+// replace hook) did not run, so it says nothing about the fault: it is not a failed step. The chain
+// stops there (phase cannot_run) and the node is held for an admin, its reason saying what it needs;
+// replace is reached only through steps that ran and did not cure (issue 31).
 #include <algorithm>
 #include <thread>
 
@@ -14,7 +19,49 @@
 #include "text/text.hpp"
 
 namespace ar::healthd {
-void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now) {
+
+std::optional<CannotRun> replace_cannot_run(const std::vector<HookConfig>& hooks) {
+  for (const auto& h : hooks)
+    if (std::find(h.on.begin(), h.on.end(), Action::replace) != h.on.end()) return std::nullopt;
+  return CannotRun{"no [[policy.hook]] runs on replace, so nothing would ask for the new hardware",
+                   "needs replacing: no replace hook; add a [[policy.hook]] on replace"};
+}
+
+std::optional<CannotRun> reboot_cannot_run(const std::string& reboot_program) {
+  if (!reboot_program.empty()) return std::nullopt;
+  return CannotRun{"slurm.conf has no RebootProgram, so Slurm cannot reboot the node",
+                   "needs a reboot: slurm.conf has no RebootProgram"};
+}
+
+std::string reason_needing(std::string base, const std::string& needs) {
+  // healthd's own endings, from an earlier step: the last one says what is true now.
+  for (const char* ending : {" (replacement requested)", " (reboot needed)", " (needs "})
+    if (auto at = base.find(ending); at != std::string::npos) base.resize(at);
+  const std::string tail = " (" + needs + ")";
+  constexpr std::size_t kMax = 240;  // as every reason healthd writes (short_reason)
+  return truncate_utf8(std::move(base), tail.size() < kMax ? kMax - tail.size() : 0) + tail;
+}
+
+void SlurmActions::cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now) {
+  auto& own = journal_.own_drain();
+  if (!own || !own->cure) return;
+  auto& c = *own->cure;
+  const Action step = c.current();
+  c.phase = CureProgress::Phase::cannot_run;
+  c.since = now;
+  c.last = to_string(step) + " cannot run here: " + missing.why;
+  own->reason = reason;
+  own->held = true;  // what it needs is an admin's to provide; healthd does not return it itself
+  spdlog::error("node {}: cure of {}: {} cannot run here ({}); the node stays drained until an admin resumes it",
+                node_, own->code, to_string(step), missing.why);
+  cure_notice(to_string(step) + " cannot run here: " + missing.why + "; node " + node_ +
+                  " stays drained until an admin resumes it (" + missing.needs + ")",
+              step, now);
+  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+}
+
+void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now,
+                                  bool cannot_reboot, bool reboot_later) {
   const auto& before = journal_.own_drain();
   const bool same_fault = before && before->code == e.code;
   // Held (flapping, a replacement) stays held: a later entry for the same fault never lifts it.
@@ -33,6 +80,17 @@ void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const s
       d.cure->phase = CureProgress::Phase::running;
       d.cure->boot_id = boot_id_;
       d.cure->last = "reboot asked for";
+    } else if (cannot_reboot) {
+      // Not a reboot that failed: none can happen here. Held, the reason says what it needs (do_drain
+      // set that reason on Slurm).
+      journal_.own_drain() = d;
+      const auto missing = *reboot_cannot_run("");
+      cannot_run_here(missing, reason_needing(e.reason, missing.needs), now);
+      return;
+    } else if (reboot_later) {
+      // Slurm did not answer: the node is drained, the reboot is asked again (continue_cure).
+      d.cure->phase = CureProgress::Phase::pending;
+      d.cure->last = "reboot not asked yet: " + sanitize(reboot_error, 200);
     } else {
       d.cure->phase = CureProgress::Phase::failed;
       d.cure->last = "scontrol reboot failed: " + sanitize(reboot_error, 200);
@@ -140,8 +198,9 @@ void SlurmActions::next_cure_step(const std::string& why, WallTime now) {
 
 bool SlurmActions::reboot_over(const CureProgress& c) {
   if (!boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id) return true;
-  // The same boot (a reboot program that restarts slurmd only, or an admin who cancelled the reboot): Slurm no longer has it pending.
-  // over once Slurm no longer has it pending, or the node is back in service (Slurm resumed it).
+  // The same boot (a reboot program that restarts slurmd only, or an admin who cancelled the reboot):
+  // over once Slurm no longer has it pending (the node is back, still drained), or the node is back in
+  // service (an admin resumed it).
   auto info = slurm_.node(node_);
   return info && (!info->reboot_pending() || !info->drained_or_draining());
 }
@@ -152,7 +211,7 @@ void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now
   if (!own || !own->cure || own->code != code || cure_entry_pending()) return;
   auto& c = *own->cure;
   c.deep_checked = false;  // a deep check passed before the fault came back says nothing
-  if (c.phase == CureProgress::Phase::exhausted) return;
+  if (c.phase == CureProgress::Phase::exhausted || c.phase == CureProgress::Phase::cannot_run) return;
   // Back in service without a reboot of ours (an admin resumed it): the admin's decision overrides
   // the cure, as it overrides a drain; the fault is not acted on again (status: override).
   const bool rebooted = !boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id;
@@ -185,7 +244,8 @@ void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now
       next_cure_step(why, now);
       return;
     }
-    case CureProgress::Phase::exhausted: return;
+    case CureProgress::Phase::exhausted:
+    case CureProgress::Phase::cannot_run: return;
   }
 }
 
@@ -295,6 +355,19 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
       journal_.wait_until(e.id, now + std::chrono::seconds(5), result->message);
       return false;
     case GpuResetOutcome::Kind::failed: spdlog::error("node {}: {}", e.node, result->message); return finish_failed(result->message);
+    case GpuResetOutcome::Kind::cannot_run: {
+      // No reset tool here: not a failed reset (the chain does not go on to a reboot or a
+      // replacement); the node is held, its reason says what it needs.
+      const CannotRun missing{result->message, reset_cannot_run(policy_.cure).value_or(CannotRun{}).needs};
+      const std::string needs = missing.needs.empty() ? "needs a GPU reset: " + result->message : missing.needs;
+      const std::string reason = reason_needing(own->reason, needs);
+      auto info = slurm_.node(e.node);
+      if (!info) return std::unexpected(info.error().message);  // the reset is asked again, and says the same
+      if (info->drained_or_draining() && info->reason.starts_with(kReasonPrefix) && info->reason != reason)
+        if (auto r = slurm_.set_reason(e.node, reason); !r) return std::unexpected(r.error().message);
+      cannot_run_here({missing.why, needs}, reason, now);
+      return true;
+    }
     case GpuResetOutcome::Kind::reset: break;
   }
   spdlog::warn("node {}: {}; judging the node again", e.node, result->message);
@@ -310,8 +383,14 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
 std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e, WallTime now) {
   auto info = slurm_.node(e.node);
   if (!info) return std::unexpected(info.error().message);
-  // A reboot still finishing (healthd runs again before slurmd has registered): Slurm would resume
-  // the node after it (nextstate=RESUME) and wipe the reason. Wait for it, 10 minutes at most.
+  // No replace hook: nothing would ask for the new hardware. The node is held for an admin, its
+  // reason saying so, instead of "replacement requested" that no one acts on.
+  const auto missing = replace_cannot_run(policy_.hooks);
+  const auto& own_before = journal_.own_drain();
+  const std::string reason =
+      missing ? reason_needing(own_before ? own_before->reason : e.reason, missing->needs) : e.reason;
+  // A reboot still finishing (healthd runs again before slurmd has registered): slurmd registering
+  // may still change the node's state and reason. Wait for it, 10 minutes at most.
   if (info->reboot_pending() && now - e.created < std::chrono::minutes(10)) {
     journal_.wait_until(e.id, now + std::chrono::seconds(2), "waiting for the node's reboot to finish");
     return false;
@@ -321,12 +400,13 @@ std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e,
     spdlog::info("node {} is drained by someone else ({}); replacement requested without changing it", e.node,
                  sanitize(info->reason, 240));
   } else if (info->drained_or_draining()) {
-    if (info->reason != e.reason)
-      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
+    if (info->reason != reason)
+      if (auto r = slurm_.set_reason(e.node, reason); !r) return std::unexpected(r.error().message);
   } else {
-    // Back in service (an admin resumed it, or Slurm after a reboot): drained again, within the share cap.
+    // Back in service (an admin resumed it): drained again, within the share cap.
     JournalEntry drain = e;
     drain.kind = Action::drain;
+    drain.reason = reason;
     drain.reboot = false;
     auto r = do_drain(drain, now);
     if (!r) return r;
@@ -337,8 +417,15 @@ std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e,
     }
   }
   auto& own = journal_.own_drain();
-  if (!own) own = OwnDrain{e.code, e.reason, now, true, false, std::nullopt, std::nullopt};
-  own->reason = e.reason;
+  if (!own) own = OwnDrain{e.code, reason, now, true, false, std::nullopt, std::nullopt};
+  if (missing) {
+    acted_.reset();  // nothing was requested: no "replacement requested" notice
+    own->reason = reason;
+    own->held = true;
+    cannot_run_here(*missing, reason, now);
+    return true;
+  }
+  own->reason = reason;
   own->held = true;  // new hardware: never returned by healthd itself
   if (own->cure) {
     own->cure->phase = CureProgress::Phase::exhausted;

@@ -1,5 +1,10 @@
 #include "gpu_reset.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "actions/process.hpp"
 #include "config/fields.hpp"
 #include "text/text.hpp"
@@ -14,14 +19,26 @@ std::string expand(std::string word, const std::string& gpu, const std::string& 
 
 }  // namespace
 
+std::optional<CannotRun> reset_cannot_run(const CureConfig& config) {
+  const std::string program = config.reset_command.empty() ? std::string() : config.reset_command.front();
+  // The config resolves a bare name against the children's PATH at load; one still bare was not found.
+  if (program.empty() || program.front() != '/')
+    return CannotRun{"[cure] reset_command '" + sanitize(program, 80) + "' was not found in " + kChildPath +
+                         " when the config was loaded",
+                     "needs a GPU reset: no reset command; set [cure] reset_command"};
+  if (::access(program.c_str(), X_OK) != 0) {
+    const int err = errno;
+    return CannotRun{"[cure] reset_command " + sanitize(program, 200) + " cannot be run: " + std::strerror(err),
+                     "needs a GPU reset: reset command not executable; fix [cure] reset_command"};
+  }
+  return std::nullopt;
+}
+
 GpuResetOutcome reset_gpus(const CureConfig& config, const std::vector<std::string>& gpus, const std::string& node,
                            const GpuInspector& inspect) {
   using Kind = GpuResetOutcome::Kind;
+  if (auto missing = reset_cannot_run(config)) return {Kind::cannot_run, missing->why};
   if (gpus.empty()) return {Kind::failed, "the fault names no GPU to reset"};
-  const std::string& program = config.reset_command.front();
-  if (program.empty() || program.front() != '/')
-    return {Kind::failed, "[cure] reset_command '" + sanitize(program, 80) + "' was not found in " + kChildPath +
-                              " when the config was loaded"};
   std::vector<std::string> done;
   for (const auto& gpu : gpus) {
     std::string bus_id = gpu;

@@ -238,15 +238,15 @@ std::vector<std::string> SlurmActions::burst_around(const TableView& look) {
 }
 
 // Ranks our drain, in place, against the others of each partition; when it is past the share, gives
-// it back (resume) and answers why. Nothing: kept (or a reboot already under way, which Slurm ends
-// with the node back in service). An error: the resume failed; the drain stays.
+// it back (resume) and answers why. Nothing: kept (or a reboot already under way, after which the node
+// is still drained and healthd returns it once healthy). An error: the resume failed; the drain stays.
 std::expected<std::optional<std::string>, std::string> SlurmActions::give_back_past_share(const TableView& view) {
   const auto over = share_exceeded(view.table, view.self, true);
   if (over.empty()) return std::optional<std::string>();
   // A reboot slurmd has been told to do cannot be called off; a resume now would only lose the
-  // node's way back (Slurm resumes it after the reboot). One asked for but not begun can.
+  // node's way back (healthd returns it after the reboot). One asked for but not begun can.
   if (view.self.reboot_issued) {
-    spdlog::warn("node {}: past max_drained_share ({}), but its reboot is under way; Slurm returns it once it is back",
+    spdlog::warn("node {}: past max_drained_share ({}), but its reboot is under way; healthd returns it once it is back",
                  view.self.name, over);
     return std::optional<std::string>();
   }
@@ -327,22 +327,29 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     }
     bool rebooting = info.reboot_pending();
     std::string reboot_error;
+    bool cannot_reboot = false;
+    std::string reason = e.reason;
     if (e.reboot && !rebooting) {
-      // Drained by us for a lesser fault, now one whose cure is a reboot.
+      // Drained by us for a lesser fault, or a cure's next step: now a reboot.
       if (auto r = slurm_.reboot(e.node, e.reason); r) rebooting = true;
-      else {
+      else if (r.error().kind == SlurmError::Kind::not_answering) {
+        return std::unexpected(r.error().message);  // not asked: asked again later, the node stays drained
+      } else {
         reboot_error = r.error().message;
+        // No RebootProgram: the step cannot run here; the reason says what the node needs.
+        cannot_reboot = r.error().kind == SlurmError::Kind::not_set_up && e.cure;
+        if (cannot_reboot) reason = reason_needing(e.reason, reboot_cannot_run("")->needs);
         spdlog::error("node {}: scontrol reboot failed ({}); it stays drained", e.node, reboot_error);
       }
     }
-    if (info.reason != e.reason && !rebooting) {
-      if (auto r = slurm_.set_reason(e.node, e.reason); !r) return std::unexpected(r.error().message);
+    if (info.reason != reason && !rebooting) {
+      if (auto r = slurm_.set_reason(e.node, reason); !r) return std::unexpected(r.error().message);
     }
     // A look at the share still due stays due. A drain of ours never looked at (the daemon was
     // killed after the drain took, before it was saved) is looked at now.
     const auto& before = journal_.own_drain();
     const auto look = before ? before->share_look : (ranked ? std::optional<WallTime>(now) : std::nullopt);
-    own_drain_from(e, rebooting, reboot_error, now);
+    own_drain_from(e, rebooting, reboot_error, now, cannot_reboot);
     journal_.own_drain()->share_look = look;
     acted_ = rebooting ? Action::reboot : Action::drain;  // ours: this drain, or a replay of it
     return true;
@@ -357,19 +364,25 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
   }
   bool rebooting = false;
   std::string reboot_error;
+  bool cannot_reboot = false;
+  bool reboot_later = false;
   if (e.reboot) {
     // The cure is a reboot: Slurm drains the node, reboots it once the requeued jobs have left, and
-    // resumes it. Where it cannot (no RebootProgram), the node is drained and the reason says why.
+    // it comes back still drained, for healthd to judge and return. Where it cannot, the node is
+    // drained and the reason says why (no RebootProgram: what the node needs).
     if (auto r = slurm_.reboot(e.node, e.reason); r) {
       rebooting = true;
-      spdlog::warn("node {}: reboot requested (ASAP, then resume): {}", e.node, e.reason);
+      spdlog::warn("node {}: drained, reboot requested (it comes back drained): {}", e.node, e.reason);
     } else {
       reboot_error = r.error().message;
+      cannot_reboot = r.error().kind == SlurmError::Kind::not_set_up && e.cure;
+      reboot_later = r.error().kind == SlurmError::Kind::not_answering && e.cure;
       spdlog::error("node {}: scontrol reboot failed ({}); draining it instead", e.node, reboot_error);
     }
   }
   if (!rebooting) {
-    std::string reason = short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
+    std::string reason = cannot_reboot ? reason_needing(e.reason, reboot_cannot_run("")->needs)
+                                       : short_reason(e.reboot ? e.reason + " (reboot needed)" : e.reason);
     if (auto r = slurm_.drain(e.node, reason); !r) return std::unexpected(r.error().message);
     spdlog::warn("drained node {}: {}", e.node, reason);
   }
@@ -392,7 +405,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
     if (again) burst = burst_around(*again);
   }
   withheld_.clear();
-  own_drain_from(e, rebooting, reboot_error, now);
+  own_drain_from(e, rebooting, reboot_error, now, cannot_reboot, reboot_later);
   if (ranked) {
     journal_.own_drain()->share_look = now + kShareSettle;
     journal_.own_drain()->burst = std::move(burst);
@@ -840,8 +853,8 @@ std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, 
     return true;
   }
   if (!own || own->held) return true;
-  // A reboot is on its way: Slurm resumes the node after it (nextstate=RESUME). Resuming it now would
-  // cancel the reboot that cures the fault.
+  // A reboot is on its way: resuming the node now would cancel the reboot that cures the fault. After
+  // it the node is still drained (no nextstate=RESUME), and healthd returns it here once healthy.
   if (own->reboot && info->reboot_pending()) return true;
   if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
   acted_ = Action::resume;

@@ -47,6 +47,16 @@ inline constexpr const char* kAppFailure = "APP-FAILURE";
 // A job's heartbeat stood still while every node of it checked healthy (engine/stall_watch.hpp).
 inline constexpr const char* kStall = "STALL";
 
+// Whether a cure's replace step can run here: some [[policy.hook]] runs on replace (the hook is what
+// asks for the new hardware). Nothing: it can.
+std::optional<CannotRun> replace_cannot_run(const std::vector<HookConfig>& hooks);
+// Whether a cure's reboot can run here: Slurm's RebootProgram (`reboot_program`, "" for none).
+std::optional<CannotRun> reboot_cannot_run(const std::string& reboot_program);
+// A drain reason `base` (healthd's, of the fault) with what the node needs said at its end,
+// "... (needs a reboot: slurm.conf has no RebootProgram)", within Slurm's bound on a reason; an
+// earlier such ending of healthd's is replaced, not added to.
+std::string reason_needing(std::string base, const std::string& needs);
+
 // The job's step re-runs so far, from healthd's line in its admin comment: they count against the
 // resume cap with its requeues.
 std::uint32_t step_reruns_so_far(const JobInfo& job);
@@ -175,8 +185,15 @@ class SlurmActions {
   std::expected<bool, std::string> do_reset(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_deep_check(const JournalEntry& e, WallTime now);
-  // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure.
-  void own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now);
+  // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure. A reboot
+  // asked for and refused: `reboot_error` says why, `cannot_reboot` when the cluster cannot reboot at
+  // all (no RebootProgram: the step cannot run here), `reboot_later` when Slurm did not answer (the
+  // step is asked again).
+  void own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now,
+                      bool cannot_reboot = false, bool reboot_later = false);
+  // The cure's current step cannot run here (`missing`): the chain stops, the node is held for an
+  // admin with a reason that says what it needs (`reason`, already set on Slurm by the caller).
+  void cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now);
   // After an entry finished: the cure's first step, or the next one after a failed step.
   void continue_cure(WallTime now);
   // Journals the cure's current step (its phase becomes running).

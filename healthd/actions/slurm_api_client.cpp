@@ -223,11 +223,36 @@ SlurmResult<void> SlurmApiClient::set_reason(const std::string& node, const std:
   return call<void>("update_node", what, [=] { return update_node(what, node, NO_VAL, &reason); });
 }
 
+SlurmResult<std::string> SlurmApiClient::reboot_program() {
+  const std::string what = "load slurmctld's configuration";
+  return call<std::string>("load_ctl_conf", what, [what]() -> SlurmResult<std::string> {
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
+    std::string program = conf && conf->reboot_program ? conf->reboot_program : "";
+    slurm_free_ctl_conf(conf);
+    return program;
+  });
+}
+
 SlurmResult<void> SlurmApiClient::reboot(const std::string& node, const std::string& reason) {
   // No reboot call in libslurm 22.05 (see the header): scontrol, whose exit status is all that is read.
-  const std::string what = "scontrol reboot ASAP nextstate=RESUME " + node;
+  //
+  // The node must come back drained, not in service: healthd judges it first (issue 31). scontrol
+  // 22.05 takes nextstate=RESUME or DOWN only ("Valid states: DOWN, RESUME" for DRAIN), and its ASAP
+  // sets nextstate=RESUME by itself (seen on the test cluster: NextState=RESUME, IDLE after the
+  // reboot). DOWN would lose the drain and append to the reason. So the node is drained here with
+  // healthd's reason, then rebooted without ASAP or nextstate: Slurm reboots it once idle (drained,
+  // nothing new lands) and it registers back IDLE+DRAIN, the reason kept (Slurm appends
+  // " : reboot issued"), which healthd returns as its own drain once healthy.
+  const std::string what = "scontrol reboot " + node;
+  // A cluster without a RebootProgram cannot reboot at all: said as such (not_set_up), so the cure
+  // does not count it as a reboot that was tried. slurmctld's own configuration is what it acts on;
+  // when it cannot be read, scontrol's refusal tells the same (scontrol checks its copy of slurm.conf).
+  if (auto program = reboot_program(); program && program->empty())
+    return std::unexpected(SlurmError(SlurmError::Kind::not_set_up, what + ": slurm.conf has no RebootProgram"));
+  if (auto drained = drain(node, reason); !drained) return drained;
   const auto started = std::chrono::steady_clock::now();
-  auto r = run_process({scontrol_, "reboot", "ASAP", "nextstate=RESUME", "reason=" + reason, node}, timeout_);
+  auto r = run_process({scontrol_, "reboot", "reason=" + reason, node}, timeout_);
   // scontrol's exit status says no more than that it ran to its end: counted as an answer.
   observe("reboot", started, r && !r->timed_out);
   if (!r) return std::unexpected(SlurmError(what + ": " + r.error()));
@@ -237,6 +262,9 @@ SlurmResult<void> SlurmApiClient::reboot(const std::string& node, const std::str
   if (r->exit_code != 0) {
     std::string err = r->err.empty() ? r->out : r->err;
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    // scontrol's own words for a slurm.conf without RebootProgram (scontrol/reboot_node.c).
+    if (err.find("RebootProgram isn't defined") != std::string::npos)
+      return std::unexpected(SlurmError(SlurmError::Kind::not_set_up, what + ": slurm.conf has no RebootProgram"));
     return std::unexpected(SlurmError(what + ": " + (err.empty() ? "exit " + std::to_string(r->exit_code) : err)));
   }
   return {};

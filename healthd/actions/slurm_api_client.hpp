@@ -6,7 +6,8 @@
 // libslurm's process-wide state to one thread.
 //
 // The one exception is reboot: libslurm 22.05 exports no reboot call (scontrol uses an internal
-// RPC), so `scontrol reboot ASAP nextstate=RESUME` is run, and only its exit status is read.
+// RPC), so the node is drained through the API and `scontrol reboot reason=...` is run, and only its
+// exit status is read (see reboot() for why neither ASAP nor nextstate).
 #pragma once
 
 #include <chrono>
@@ -40,10 +41,13 @@ class SlurmApiClient : public SlurmClient {
   SlurmResult<std::vector<StepInfo>> job_steps(std::uint32_t job_id) override;
   SlurmResult<void> kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
   SlurmResult<void> signal_job(std::uint32_t job_id, const std::string& signal) override;
+  // slurmctld's RebootProgram (slurm_load_ctl_conf), "" when it has none: whether a cure's reboot can
+  // run here (reboot, and `healthd --check-config`).
+  SlurmResult<std::string> reboot_program();
 
   // Hears of every call to Slurm, once it is over, on the caller's thread (the metrics' latency):
   // the call's name ("load_node", "load_nodes", "load_job", "update_node", "reboot", "requeue",
-  // "update_job", "kill_job", "signal_job", "load_steps", "kill_step"), how long the caller waited (up to the deadline), and
+  // "update_job", "kill_job", "signal_job", "load_steps", "kill_step", "load_ctl_conf"), how long the caller waited (up to the deadline), and
   // whether Slurm answered (an error answer counts as answered; a deadline passed or no slurmctld
   // to reach does not). Set before the first call; it must not block.
   using CallObserver = std::function<void(std::string_view call, std::chrono::duration<double> took, bool answered)>;

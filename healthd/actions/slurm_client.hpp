@@ -24,6 +24,8 @@ struct SlurmError {
     gone,           // the job or node does not exist (ESLURM_INVALID_JOB_ID, ESLURM_INVALID_NODE_NAME)
     refused,        // Slurm will not do it for this job or node (ESLURM_DISABLED: requeue disabled, ...)
     not_answering,  // slurmctld unreachable, or the call passed its deadline: try again later
+    not_set_up,     // the cluster is not set up for it, and no retry helps (reboot: slurm.conf has no
+                    // RebootProgram): an admin must set it up
     other,          // any other error Slurm reported
   };
   Kind kind = Kind::other;
@@ -111,8 +113,9 @@ class SlurmClient {
   virtual SlurmResult<std::vector<NodeInfo>> node_table() = 0;
   virtual SlurmResult<JobInfo> job(std::uint32_t job_id) = 0;
   virtual SlurmResult<void> drain(const std::string& node, const std::string& reason) = 0;
-  // Drains the node now and reboots it once idle; Slurm resumes it when it is back (nextstate=RESUME).
-  // Fails where the cluster has no RebootProgram.
+  // Drains the node now (with `reason`) and reboots it once idle; it comes back still drained, its
+  // reason kept (Slurm appends " : reboot issued"), for healthd to judge and return. Fails with
+  // not_set_up where the cluster has no RebootProgram.
   virtual SlurmResult<void> reboot(const std::string& node, const std::string& reason) = 0;
   virtual SlurmResult<void> resume(const std::string& node) = 0;
   virtual SlurmResult<void> set_reason(const std::string& node, const std::string& reason) = 0;

@@ -32,7 +32,7 @@ std::pair<std::uint32_t, std::uint32_t> job_attempt(const nlohmann::json& pair, 
 
 constexpr CureProgress::Phase kPhases[] = {CureProgress::Phase::pending, CureProgress::Phase::running,
                                            CureProgress::Phase::verifying, CureProgress::Phase::failed,
-                                           CureProgress::Phase::exhausted};
+                                           CureProgress::Phase::exhausted, CureProgress::Phase::cannot_run};
 
 }  // namespace
 
@@ -43,6 +43,7 @@ std::string to_string(CureProgress::Phase p) {
     case CureProgress::Phase::verifying: return "verifying";
     case CureProgress::Phase::failed: return "failed";
     case CureProgress::Phase::exhausted: return "exhausted";
+    case CureProgress::Phase::cannot_run: return "cannot_run";
   }
   return "pending";
 }

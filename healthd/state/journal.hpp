@@ -39,6 +39,8 @@ struct CureProgress {
     verifying,  // carried out at `since`: the fault found again after it means it did not cure
     failed,     // the step failed (or did not cure): the chain goes on
     exhausted,  // every step was tried: the node stays out for an admin
+    cannot_run, // the current step's means are missing here (no reset command, no RebootProgram, no
+                // replace hook): the chain stops, the node stays out for an admin (issue 31)
   };
   std::vector<Action> chain;        // reset_gpu, reboot, replace; empty: drain only
   std::uint32_t step = 0;           // index in chain of the step under way or last done
@@ -71,7 +73,7 @@ struct JournalEntry {
                                             // the allocation instead (SlurmActions decides)
   std::string code;                 // fault code behind the action
   std::string reason;               // drain reason / comment text / signal name
-  bool reboot = false;              // drain: the cure is a reboot (scontrol reboot ASAP), not only a drain
+  bool reboot = false;              // drain: the cure is a reboot (scontrol reboot), not only a drain
   bool held = false;                // drain: repeated faults; stays drained until an admin resumes the node
   bool admin = false;               // drain, resume: an admin's, through healthctl (journalled like healthd's own)
   bool force = false;               // admin resume: also of a node healthd did not drain
@@ -95,7 +97,8 @@ struct OwnDrain {
   std::string reason;
   WallTime at;
   bool held = false;  // repeated faults: stays drained until an admin resumes the node
-  bool reboot = false;  // Slurm reboots the node and resumes it: healthd does not resume it itself
+  bool reboot = false;  // Slurm reboots the node: healthd does not resume it while the reboot is pending
+                        // (after it the node is still drained, and healthd returns it once healthy)
   std::optional<CureProgress> cure;  // the cure chain under way, if the fault has one
   // When to look again at max_drained_share, once every drain of the second Slurm stamped on this
   // one is in place (SlurmActions::settle_share); unset once looked at, or when no share applies.

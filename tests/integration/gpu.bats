@@ -39,8 +39,45 @@ setup() {
 
 teardown() {
   for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
+  # A test that took the cluster's RebootProgram away or gave a node a config of its own (the cure
+  # tests without means) puts them back, passed or failed.
+  if [ -f "${AR_CLUSTER_DIR}/etc/slurm.conf.with-reboot" ]; then
+    mv "${AR_CLUSTER_DIR}/etc/slurm.conf.with-reboot" "${AR_CLUSTER_DIR}/etc/slurm.conf"
+    scontrol reconfigure
+    wait_until 30 reboot_program_is_set
+  fi
+  # A node held for an admin (a cure step that cannot run here) is resumed as the admin would.
+  local n
+  for n in ${HELD_NODES:-}; do
+    healthctl_on "$n" resume 2>/dev/null || true
+    wait_until 30 bash -c "! sinfo -h -n $n -o %T | grep -q drain" || true
+  done
+  if [ -n "${OWN_CONFIG_NODE:-}" ]; then cluster restart-healthd "$OWN_CONFIG_NODE"; fi  # the shared healthd.toml again
+  if [ -n "${SAMPLER_PID:-}" ]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
   reset_cluster
 }
+
+# Whether slurmctld has a RebootProgram, as `scontrol show config` gives it ("(null)" when none).
+reboot_program_unset() { scontrol show config | grep -Eq '^RebootProgram +=( +\(null\))?$'; }
+reboot_program_is_set() { ! reboot_program_unset; }
+# A cluster whose slurm.conf has no RebootProgram, as the site of issue 31 (teardown puts it back).
+without_reboot_program() {
+  cp "${AR_CLUSTER_DIR}/etc/slurm.conf" "${AR_CLUSTER_DIR}/etc/slurm.conf.with-reboot"
+  sed -i '/^RebootProgram=/d' "${AR_CLUSTER_DIR}/etc/slurm.conf"
+  scontrol reconfigure
+  wait_until 30 reboot_program_unset
+}
+# with_reset_command NODE WORDS: NODE's healthd restarted with [cure] reset_command = WORDS (a TOML array).
+with_reset_command() {
+  local config="$WORK/healthd-$1.toml"
+  sed "s|^reset_command = .*|reset_command = $2|" "${AR_CLUSTER_DIR}/etc/healthd.toml" >"$config"
+  chmod 0644 "$config"
+  OWN_CONFIG_NODE=$1
+  AR_HEALTHD_NODE_CONFIG="$config" cluster restart-healthd "$1"
+}
+# hooks_log_lacks PATTERN NODE: no line of NODE's hooks.log matches (a function: a bare "! cmd" line
+# never fails a bats test).
+hooks_log_lacks() { ! grep -q "$1" "${AR_CLUSTER_DIR}/host/$2/hooks.log" 2>/dev/null; }
 
 # A 2-node auto-resume job whose first attempt hangs (a training step stuck on a dead GPU does not
 # exit) and whose second finishes after 3 s (long enough to be seen running again).
@@ -65,7 +102,8 @@ submit_hung_job() {
   job_not_on "$job" "$victim"
   [ "$(job_restarts "$job")" = 1 ]
   # Slurm was asked for a reboot (the reason names the GPU), carried it out once the node was idle
-  # (fake-reboot.sh: slurmd -b, new boot id, healthd restarted) and resumed the node by itself.
+  # (fake-reboot.sh: slurmd -b, new boot id, healthd restarted); the node came back drained, and
+  # healthd returned it once its checks passed.
   grep -q "reboot" "${AR_CLUSTER_DIR}/log/slurmctld.log"
   wait_until 90 grep -q "$victim is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log"
   wait_until $((90 + SLURM_SETTLE_S)) node_idle "$victim"
@@ -198,4 +236,77 @@ reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
   [[ "$(node_state n3)" == drain* ]]
   healthctl_on n3 resume
   wait_until $((60 + SLURM_SETTLE_S)) node_idle n3
+}
+
+# Issue 31: with no reset tool and no RebootProgram, a pending row remap went reset (not found) ->
+# reboot (refused) -> "replacement requested" in 0.3 s, and the replace hook ran.
+@test "cure: no reset tool and no RebootProgram: a pending row remap holds the node 'needs a GPU reset', no replacement, no replace hook" {
+  HELD_NODES=n3
+  without_reboot_program
+  with_reset_command n3 '["nvidia-smi", "--gpu-reset", "-i", "%g"]'  # not on this machine's PATH
+  # --check-config names the steps this site cannot run, and still passes the config.
+  run "$AR_HEALTHD" --check-config "$WORK/healthd-n3.toml" --node n3 --state-dir "$WORK/state"
+  echo "$output" >&2
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -q "reset_gpu: \[cure\] reset_command 'nvidia-smi' was not found"
+  echo "$output" | grep -q "reboot: slurm.conf has no RebootProgram"
+  : >"${AR_CLUSTER_DIR}/host/n3/hooks.log"
+  set_nvml n3 '{"devices": [{}, {"remap": {"pending": true}}]}'
+  wait_until 60 bash -c "scontrol show node n3 -o | grep -q 'needs a GPU reset'"
+  [[ "$(node_reason n3)" == "healthd: GPU-ROW-REMAP-PENDING: GPU 1 "*"(needs a GPU reset: no reset command; set [cure] reset_command)" ]]
+  [ "$(cure_field n3 phase)" = cannot_run ]
+  [ "$(cure_field n3 held)" = True ]
+  # Sweeps later, the fault still there: nothing more happened (no reboot, no replacement, no hook).
+  sleep 4
+  [[ "$(node_state n3)" == drain* ]]
+  [[ "$(node_reason n3)" == *"(needs a GPU reset: no reset command; set [cure] reset_command)" ]]
+  hooks_log_lacks "^replace " n3
+  hooks_log_lacks "^reset_gpu " n3
+  [ -z "$(reset_log n3)" ]
+}
+
+@test "cure: a reset that ran and failed, and no RebootProgram: held 'needs a reboot', no replacement, no replace hook" {
+  HELD_NODES=n3
+  without_reboot_program
+  echo fail >"${AR_CLUSTER_DIR}/host/n3/etc/gpu-reset"
+  : >"${AR_CLUSTER_DIR}/host/n3/hooks.log"
+  set_nvml n3 '{"devices": [{}, {"remap": {"pending": true}}]}'
+  wait_until 30 bash -c "grep -q '00000000:28:00.0 fail' '${AR_CLUSTER_DIR}/host/n3/gpu-reset.log'"
+  wait_until 60 bash -c "scontrol show node n3 -o | grep -q 'needs a reboot'"
+  [[ "$(node_reason n3)" == "healthd: GPU-ROW-REMAP-PENDING: GPU 1 "*"(needs a reboot: slurm.conf has no RebootProgram)" ]]
+  [ "$(cure_field n3 phase)" = cannot_run ]
+  sleep 4
+  [[ "$(node_state n3)" == drain* ]]
+  [[ "$(node_reason n3)" != *"replacement requested"* ]]
+  hooks_log_lacks "^replace " n3
+}
+
+# Issue 31: after a reboot Slurm put the node back in service itself (nextstate=RESUME), before
+# healthd had judged it. It comes back drained now, and healthd returns it once its checks pass.
+@test "cure: a node rebooted by its cure comes back drained, and healthd returns it once healthy" {
+  local samples="$WORK/states" back
+  back=$(grep -c "n3 is back" "${AR_CLUSTER_DIR}/log/fake-reboot-n3.log" 2>/dev/null || true)
+  wait_until 30 check_status_is n3 gpu.nvml ok
+  sleep 1
+  # n3's state every 0.2 s from the fault on: "STATE REASON".
+  (while :; do scontrol show node n3 -o | sed -n 's/.* State=\([^ ]*\) .*Reason=\(.*\)/\1 \2/p; s/.* State=\([^ ]*\) .*/\1/p' | head -1 >>"$samples"; sleep 0.2; done) 3>&- &
+  SAMPLER_PID=$!
+  set_nvml n3 '{"devices": [{}, {}], "events": [{"id": 1, "gpu": 1, "type": "xid", "xid": 79}]}'
+  wait_until 90 bash -c "[ \"\$(grep -c 'n3 is back' '${AR_CLUSTER_DIR}/log/fake-reboot-n3.log')\" -gt $back ]"
+  wait_until $((90 + SLURM_SETTLE_S)) node_idle n3
+  kill "$SAMPLER_PID"
+  SAMPLER_PID=
+  cat "$samples" >&2
+  # Rebooted, then drained with healthd's reason (no REBOOT flag left) until healthd judged it ...
+  grep -q '^IDLE+DRAIN healthd: GPU-XID-79' "$samples"
+  # ... and never in service between the reboot and that: the first sample in service (no DRAIN,
+  # DOWN or REBOOT flag) comes after every drained one.
+  local first_up last_drained
+  awk 'out || /DRAIN|REBOOT/ { out = 1; print }' "$samples" >"$samples.since"
+  first_up=$(grep -n -v -E '^[A-Z_+]*(DRAIN|DOWN|REBOOT)' "$samples.since" | head -1 | cut -d: -f1)
+  last_drained=$(grep -n 'DRAIN' "$samples.since" | tail -1 | cut -d: -f1)
+  [ -n "$first_up" ]
+  [ "$first_up" -gt "$last_drained" ]
+  # healthd returned it itself, as its own drain.
+  grep -q "node n3 passed 3 checks in a row: resumed (was: healthd: GPU-XID-79" "${AR_CLUSTER_DIR}/log/healthd-n3.log"
 }

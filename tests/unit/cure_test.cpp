@@ -1,12 +1,17 @@
 // Cure chains: which chain a fault gets, and how healthd walks it against a recording Slurm: a GPU
 // reset that cures, one that does not, one that fails or is blocked, a reboot that did not cure, the
-// replacement, a deep check before the node returns, and a daemon killed in the middle of a step.
+// replacement, a deep check before the node returns, and a daemon killed in the middle of a step; a
+// step whose means are missing here (no reset tool, no RebootProgram, no replace hook) holds the node
+// for an admin instead of escalating (issue 31), and a reboot comes back drained for healthd to return.
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
+#include "daemon.hpp"
 #include "engine/cure_plan.hpp"
 #include "responder_fixture.hpp"
 
@@ -66,9 +71,17 @@ struct CureFixture : Fixture {
     doctor.reset_answers = {{GpuResetOutcome::Kind::reset, "GPU 00000000:3B:00.0 reset"}};
     rebuild(std::move(boot));
   }
-  void rebuild(std::string boot) {
+  // `real_reset`: GPUs are reset by reset_gpus itself ([cure] reset_command), not the doctor.
+  void rebuild(std::string boot, bool real_reset = false) {
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline, doctor.runner());
-    responder->set_cure(doctor.resetter(), [this](const std::string& code) { doctor.forgotten.push_back(code); }, std::move(boot));
+    responder->set_cure(real_reset ? GpuResetter{} : doctor.resetter(),
+                        [this](const std::string& code) { doctor.forgotten.push_back(code); }, std::move(boot));
+  }
+  // The hooks that ran (through the same runner as the deep check), by their program.
+  std::size_t ran(const std::string& program) {
+    std::lock_guard lock(doctor.mutex);
+    return static_cast<std::size_t>(std::count_if(doctor.deep_checks.begin(), doctor.deep_checks.end(),
+                                                   [&](const auto& argv) { return argv.front() == program; }));
   }
   // One sweep with `r` (or healthy), then the journal carried out until nothing is due that can be
   // done now (a step's thread answers in its own time).
@@ -169,11 +182,12 @@ TEST(Cure, AFaultStillThereAfterTheRebootRequestsAReplacement) {
   const auto lost = fault("GPU-LOST", reboot);
   f.sweep_with(lost);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
-  // The node comes back from its reboot (a new boot, Slurm resumed it) with the same fault.
-  f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};
+  // The node comes back from its reboot (a new boot, still drained) with the same fault.
+  f.slurm.rebooted("n2");
   f.rebuild("boot-2");
   f.sweep_with(lost);
-  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.slurm.count("drain n2"), 0);  // never back in service, so never drained again
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
   EXPECT_EQ(f.reason(), "healthd: GPU-LOST: on GPU 0 (replacement requested)");
   EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
   ASSERT_EQ(f.doctor.deep_checks.size(), 1u);  // the replace hook, through the same runner
@@ -183,9 +197,132 @@ TEST(Cure, AFaultStillThereAfterTheRebootRequestsAReplacement) {
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
 }
 
+// Issue 31: with no reset tool on the node (nvidia-smi not found when the config was loaded), a
+// pending row remap went reset (not found) -> reboot -> "replacement requested" in 0.3 s, and the
+// replace hook ran. The reset did not run: the node is held, saying what it needs.
+TEST(Cure, NoResetToolHoldsTheNodeSayingSoAndNeverEscalates) {
+  PolicyConfig p;
+  p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
+  ASSERT_EQ(p.cure.reset_command.front(), "nvidia-smi");  // as loaded where no nvidia-smi was found
+  CureFixture f(p);
+  f.rebuild("boot-1", /*real_reset=*/true);
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  f.sweep_with(remap);
+  EXPECT_EQ(f.reason(), "healthd: GPU-ROW-REMAP-PENDING: on GPU 0 (needs a GPU reset: no reset command; set [cure] reset_command)");
+  EXPECT_EQ(f.cure_status()["phase"], "cannot_run");
+  EXPECT_EQ(f.cure_status()["step"], "reset_gpu");
+  EXPECT_NE(f.cure_status()["last"].get<std::string>().find("was not found"), std::string::npos);
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
+  // The fault found again changes nothing: no reboot, no replacement, no replace hook.
+  for (int i = 0; i < 3; ++i) f.sweep_with(remap);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 0);
+  EXPECT_EQ(f.reason().find("replacement requested"), std::string::npos);
+  EXPECT_EQ(f.ran("/usr/local/bin/replace"), 0u);
+  // Held for an admin: healthy sweeps do not return it.
+  for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
+  EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+}
+
+// The rest of issue 31's chain: a reset that ran and failed hands over to a reboot, and Slurm cannot
+// reboot (no RebootProgram): that is not a reboot that failed, so no replacement follows.
+TEST(Cure, NoRebootProgramHoldsTheNodeSayingSoAndNeverEscalates) {
+  PolicyConfig p;
+  p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
+  CureFixture f(p);
+  f.slurm.reboot_program = false;
+  f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 3)"}};
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  f.sweep_with(remap);
+  EXPECT_EQ(f.doctor.reset_count(), 1u);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.reason(), "healthd: GPU-ROW-REMAP-PENDING: on GPU 0 (needs a reboot: slurm.conf has no RebootProgram)");
+  EXPECT_EQ(f.cure_status()["phase"], "cannot_run");
+  EXPECT_EQ(f.cure_status()["step"], "reboot");
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
+  for (int i = 0; i < 3; ++i) f.sweep_with(remap);
+  EXPECT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_EQ(f.ran("/usr/local/bin/replace"), 0u);
+  EXPECT_EQ(f.reason().find("replacement requested"), std::string::npos);
+}
+
+// A fault whose first step is the reboot: the drain itself says what the node needs.
+TEST(Cure, NoRebootProgramForAFirstStepRebootDrainsSayingWhatItNeeds) {
+  PolicyConfig p;
+  p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
+  CureFixture f(p);
+  f.slurm.reboot_program = false;
+  const auto lost = fault("GPU-LOST", reboot);
+  for (int i = 0; i < 3; ++i) f.sweep_with(lost);
+  EXPECT_EQ(f.slurm.count("drain n2"), 1);
+  EXPECT_EQ(f.reason(), "healthd: GPU-LOST: on GPU 0 (needs a reboot: slurm.conf has no RebootProgram)");
+  EXPECT_EQ(f.cure_status()["phase"], "cannot_run");
+  EXPECT_EQ(f.ran("/usr/local/bin/replace"), 0u);
+}
+
+// Without a replace hook nothing would ask for the new hardware: held for an admin, saying so.
+TEST(Cure, NoReplaceHookHoldsTheNodeSayingSo) {
+  PolicyConfig p;
+  p.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
+  CureFixture f(p);
+  f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 255)"}};
+  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (needs replacing: no replace hook; add a [[policy.hook]] on replace)");
+  EXPECT_EQ(f.cure_status()["phase"], "cannot_run");
+  EXPECT_EQ(f.cure_status()["step"], "replace");
+  EXPECT_EQ(f.responder->status()["own_drain"]["held"], true);
+}
+
+// The reason's bound holds with what the node needs at its end, and an earlier ending is replaced.
+TEST(Cure, AReasonSayingWhatTheNodeNeedsStaysWithinItsBound) {
+  const std::string needs = "needs a reboot: slurm.conf has no RebootProgram";
+  const auto r = reason_needing("healthd: X: " + std::string(400, 'a'), needs);
+  EXPECT_LE(r.size(), 240u);
+  EXPECT_TRUE(r.ends_with("(" + needs + ")"));
+  EXPECT_EQ(reason_needing("healthd: X: y (reboot needed)", needs), "healthd: X: y (" + needs + ")");
+  EXPECT_EQ(reason_needing("healthd: X: y (needs a GPU reset: no reset command; set [cure] reset_command)", needs),
+            "healthd: X: y (" + needs + ")");
+}
+
+// Issue 31: after a reboot that did not cure, Slurm returned the node to service (nextstate=RESUME)
+// and healthd drained it again 1.7 s later. It comes back drained now, and healthd returns it once
+// healthy; never in service in between.
+TEST(Cure, ARebootComesBackDrainedAndHealthdReturnsItOnceHealthy) {
+  CureFixture f;
+  const auto lost = fault("GPU-LOST", reboot);
+  f.sweep_with(lost);
+  ASSERT_EQ(f.slurm.count("reboot n2"), 1);
+  EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+  f.slurm.rebooted("n2");
+  f.rebuild("boot-2");
+  // Healthy after its reboot: healthd's own drain, returned after the recovery passes.
+  for (int i = 0; i < 6 && f.slurm.count("resume n2") == 0; ++i) {
+    EXPECT_TRUE(f.slurm.nodes["n2"].drain) << "in service before healthd judged it, sweep " << i;
+    f.sweep_with(std::nullopt);
+  }
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+  EXPECT_FALSE(f.journal.own_drain().has_value());
+}
+
+// Back drained from its reboot, the node gets the deep check before it returns, as after a reset
+// (before, Slurm returned it itself and no deep check could stand between).
+TEST(Cure, ARebootedNodeGetsTheDeepCheckBeforeItReturns) {
+  PolicyConfig p;
+  p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
+  CureFixture f(p);
+  f.sweep_with(fault("GPU-LOST", reboot));
+  ASSERT_EQ(f.slurm.count("reboot n2"), 1);
+  f.slurm.rebooted("n2");
+  f.rebuild("boot-2");
+  for (int i = 0; i < 8 && f.slurm.count("resume n2") == 0; ++i) f.sweep_with(std::nullopt);
+  EXPECT_EQ(f.ran("/usr/bin/dcgmi"), 1u);
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
+}
+
 TEST(Cure, AResetThatFailsGoesToTheNextStepAtOnce) {
   PolicyConfig p;
   p.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
+  p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
   CureFixture f(p);
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 255)"}};
   f.sweep_with(fault("GPU-XID-48", reset_gpu));
@@ -398,7 +535,8 @@ TEST(Cure, AReplacementWithheldByTheShareCapRequestsNothingYet) {
   const auto lost = fault("GPU-LOST", reboot);
   f.sweep_with(lost);
   ASSERT_EQ(f.slurm.count("reboot n2"), 1);
-  // Back from its reboot with the fault, while half the partition is drained already.
+  // Back from its reboot with the fault, resumed by an admin meanwhile, while half the partition is
+  // drained already.
   f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};
   for (const char* n : {"n1", "n3"}) {
     f.slurm.nodes[n].drain = true;
@@ -422,6 +560,7 @@ TEST(Cure, ReportOnlyWalksNoStepOfACureJournalledBefore) {
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "reset failed"}};
   PolicyConfig quiet = f.policy;
   quiet.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
+  quiet.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
   f.policy = quiet;
   f.rebuild("boot-1");
   f.slurm.nodes["n2"].drain = true;  // drained by healthd before report_only was set
@@ -441,4 +580,29 @@ TEST(Cure, ReportOnlyWalksNoStepOfACureJournalledBefore) {
   f.responder->set_policy(quiet);
   f.sweep_with(fault("GPU-XID-48", reset_gpu));
   EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (replacement requested)");
+}
+
+// `healthd --check-config` names each cure step this site cannot run, as warnings: the config passes.
+TEST(CureCheckConfig, NamesTheStepsThisSiteCannotRunWithoutFailing) {
+  ar::test::TempDir dir;
+  const auto file = dir / "healthd.toml";
+  std::ofstream(file) << "[cure]\nreset_command = [\"/nonexistent/nvidia-smi\", \"--gpu-reset\", \"-i\", \"%g\"]\n";
+  std::ostringstream out, err;
+  Overrides overrides;
+  overrides.node_name = "node-7";
+  ASSERT_EQ(check_config(file, overrides, out, err), 0) << err.str();
+  const auto text = out.str();
+  EXPECT_NE(text.find("warning: cure steps this site cannot run"), std::string::npos) << text;
+  EXPECT_NE(text.find("  reset_gpu: [cure] reset_command /nonexistent/nvidia-smi cannot be run"), std::string::npos) << text;
+  EXPECT_NE(text.find("  replace: no [[policy.hook]] runs on replace"), std::string::npos) << text;
+  // Whether slurm.conf has a RebootProgram is slurmctld's to say; here there is none to ask.
+  EXPECT_NE(text.find("  reboot: "), std::string::npos) << text;
+
+  // With a runnable reset command and a replace hook, only the reboot may remain.
+  std::ofstream(file) << "[cure]\nreset_command = [\"/bin/true\"]\n"
+                      << "[[policy.hook]]\nname = \"r\"\non = [\"replace\"]\ncommand = [\"/bin/true\"]\n";
+  std::ostringstream out2, err2;
+  ASSERT_EQ(check_config(file, overrides, out2, err2), 0) << err2.str();
+  EXPECT_EQ(out2.str().find("  reset_gpu: "), std::string::npos) << out2.str();
+  EXPECT_EQ(out2.str().find("  replace: "), std::string::npos) << out2.str();
 }

@@ -86,12 +86,31 @@ TEST(GpuReset, AGpuNvmlCannotSeeIsNotReset) {
   EXPECT_NE(none.message.find("names no GPU"), std::string::npos);
 }
 
-TEST(GpuReset, AResetProgramNotFoundAtLoadFailsSayingSo) {
+// No reset tool on the node is not a reset that failed: the step cannot run here (issue 31), and the
+// reason says what the node needs.
+TEST(GpuReset, AResetProgramNotFoundAtLoadCannotRunHere) {
   ResetBench b("{}");
   b.config.reset_command = {"nvidia-smi", "--gpu-reset", "-i", "%g"};
   auto r = reset_gpus(b.config, {"0000:28:00"}, "n2", {});
-  EXPECT_EQ(r.kind, GpuResetOutcome::Kind::failed);
+  EXPECT_EQ(r.kind, GpuResetOutcome::Kind::cannot_run);
   EXPECT_NE(r.message.find("was not found"), std::string::npos) << r.message;
+  auto missing = reset_cannot_run(b.config);
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->needs, "needs a GPU reset: no reset command; set [cure] reset_command");
+  // The one found at load runs.
+  EXPECT_FALSE(ResetBench("{}").config.reset_command.empty());
+  EXPECT_FALSE(reset_cannot_run(ResetBench("{}").config).has_value());
+}
+
+TEST(GpuReset, AResetProgramThatIsNotExecutableCannotRunHere) {
+  ResetBench b(R"({"devices": [{}, {"persistence": false}]})");
+  std::filesystem::permissions(b.config.reset_command.front(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto r = reset_gpus(b.config, {"0000:28:00"}, "n2", b.inspect);
+  EXPECT_EQ(r.kind, GpuResetOutcome::Kind::cannot_run);
+  EXPECT_NE(r.message.find("cannot be run"), std::string::npos) << r.message;
+  EXPECT_TRUE(b.argv().empty());  // never run
+  b.config.reset_command.front() = (b.dir / "gone.sh").string();
+  EXPECT_EQ(reset_gpus(b.config, {"0000:28:00"}, "n2", b.inspect).kind, GpuResetOutcome::Kind::cannot_run);
 }
 
 TEST(GpuReset, AHungResetIsKilledAtItsDeadline) {

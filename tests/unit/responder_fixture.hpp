@@ -110,12 +110,20 @@ class FakeSlurm : public SlurmClient {
   bool reboot_program = true;  // the cluster has a RebootProgram
   SlurmResult<void> reboot(const std::string& n, const std::string& reason) override {
     calls.push_back("reboot " + n);
-    if (!reboot_program) return std::unexpected(SlurmError("RebootProgram isn't defined"));
+    if (!reboot_program)
+      return std::unexpected(SlurmError(SlurmError::Kind::not_set_up, "scontrol reboot ASAP " + n + ": slurm.conf has no RebootProgram"));
     nodes[n].state = "MIXED+DRAIN+REBOOT_REQUESTED";
     nodes[n].drain = nodes[n].reboot = true;
     nodes[n].reason = reason;
     nodes[n].reason_time = std::chrono::system_clock::to_time_t(clock);
     return {};
+  }
+  // The node is back from its reboot, as slurmd's registration leaves it (seen on Slurm 22.05): still
+  // drained, its reason kept with Slurm's " : reboot issued" after it, the reboot flags cleared.
+  void rebooted(const std::string& n) {
+    nodes[n].state = "IDLE+DRAIN";
+    nodes[n].reboot = nodes[n].reboot_issued = false;
+    nodes[n].reason += " : reboot issued";
   }
   SlurmResult<void> resume(const std::string& n) override {
     calls.push_back("resume " + n);

@@ -110,8 +110,11 @@ TEST(Responder, WithoutARebootProgramTheNodeIsDrainedAndTheReasonSaysAReboot) {
   f.sweep(true, {{7, 0, true}}, Action::reboot);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
-  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus (reboot needed)");
+  // The reboot cannot run here: held for an admin, the reason says what the node needs (issue 31).
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus (needs a reboot: slurm.conf has no RebootProgram)");
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
+  ASSERT_TRUE(f.journal.own_drain());
+  EXPECT_TRUE(f.journal.own_drain()->held);
 }
 
 TEST(Responder, ANodeWaitingForItsRebootIsNotResumedByHealthd) {
@@ -121,12 +124,29 @@ TEST(Responder, ANodeWaitingForItsRebootIsNotResumedByHealthd) {
   f.sweep(true, {{7, 0, true}}, Action::reboot);
   for (int i = 0; i < 3; ++i) f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
-  // Rebooted: Slurm resumed it (nextstate=RESUME); healthd forgets its drain and never resumes it.
+  // Back in service after it (an admin resumed it): healthd forgets its drain and never resumes it.
   f.slurm.nodes["n2"].state = "IDLE";
   f.slurm.nodes["n2"].drain = false;
   f.slurm.nodes["n2"].reason.clear();
   f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
+  EXPECT_FALSE(f.journal.own_drain().has_value());
+}
+
+// Issue 31: the reboot leaves the node drained (no nextstate=RESUME) with healthd's reason, so it is
+// never in service before healthd has judged it; healthd returns it, as its own drain, once healthy.
+TEST(Responder, ANodeBackFromItsRebootStaysDrainedUntilHealthdReturnsIt) {
+  PolicyConfig p;
+  p.recovery_passes = 1;
+  Fixture f(p);
+  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  f.slurm.rebooted("n2");
+  EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus : reboot issued");
+  for (int i = 0; i < 4 && f.slurm.count("resume n2") == 0; ++i) {
+    EXPECT_TRUE(f.slurm.nodes["n2"].drain);
+    f.sweep(false);
+  }
+  EXPECT_EQ(f.slurm.count("resume n2"), 1);
   EXPECT_FALSE(f.journal.own_drain().has_value());
 }
 
