@@ -304,6 +304,7 @@ void Server::admit(int fd) {
 
 // Every slot is taken and a new connection waits: the open one with least claim to its slot goes.
 void Server::make_room() {
+  if (open.empty()) return;
   auto pick = [this](Phase p) {
     return std::find_if(open.begin(), open.end(), [p](const auto& c) { return c->phase() == p; });
   };
