@@ -48,6 +48,8 @@ setup() {
 }
 
 teardown() {
+  # A flood whose test failed half way: not left running into the next test.
+  if [ -n "${FLOOD_PID:-}" ]; then kill "$FLOOD_PID" 2>/dev/null || true; fi
   for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
   reset_cluster
 }
@@ -250,7 +252,8 @@ EOF
 @test "a slowloris of user nobody on the port (100 connections, a byte at a time, reopened as closed) leaves every scrape answered" {
   local out="$WORK/slowloris.out" t
   runuser -u nobody -- env -C / python3 -c "$SLOWLORIS" "$PORT" 100 60 >"$out" 2>"$WORK/slowloris.err" &
-  local flood=$!
+  FLOOD_PID=$!
+  local flood=$FLOOD_PID
   wait_until 30 grep -q '^holding 100$' "$out"
   for i in 1 2 3; do
     # The flood is still on: its process runs, and curl must have the whole scrape in 5 s.
