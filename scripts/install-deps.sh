@@ -13,7 +13,8 @@ packages=(
   libsystemd-dev libcurl4-openssl-dev libasio-dev
   # linear-time regular expressions for kernel-log rules (see README "Dependencies")
   libre2-dev
-  # the Prometheus endpoint and textfile (healthd/telemetry/metrics.cpp), and promtool to check what
+  # the Prometheus registry and text format (healthd/telemetry/metrics.cpp; the endpoint is our own,
+  # on asio), and promtool to check what
   # it serves and the packaged alert rules (the `prometheus` package is the one that ships promtool)
   prometheus-cpp-dev prometheus
   # tests

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
@@ -22,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "checks/gpu/gpu_inventory.hpp"
+#include "telemetry/metrics_endpoint.hpp"
 #include "telemetry/metrics_series.hpp"
 #include "telemetry/metrics_textfile.hpp"
 
@@ -81,24 +81,23 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// [metrics] listen as civetweb is to get it: "A.B.C.D:PORT". civetweb's own parser reads a mistyped
-// "999.1.1.1" as some other address (each number wrapped) and Debian's build has no IPv6, so the
-// address is checked here and handed over in numbers; no name is looked up (no DNS wait at start).
-std::expected<std::string, std::string> endpoint_address(const std::string& listen) {
+// [metrics] listen: "A.B.C.D:PORT" or "localhost:PORT". inet_pton takes only the four decimal
+// numbers (no "999.1.1.1" read as some other address, no octal, no shorthand), and no name is looked
+// up (no DNS wait at start). The endpoint has no IPv6 (config.cpp refuses it before this).
+std::expected<sockaddr_in, std::string> endpoint_address(const std::string& listen) {
   const auto colon = listen.rfind(':');
   const std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
   const std::string port = colon == std::string::npos ? std::string() : listen.substr(colon + 1);
   if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
       std::stoul(port) > 65535)
     return std::unexpected(std::string("must be \"HOST:PORT\" with a port number"));
-  in_addr address{};
-  if (inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &address) != 1)
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(std::stoul(port)));
+  if (inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &address.sin_addr) != 1)
     return std::unexpected("the endpoint takes an IPv4 address (\"127.0.0.1\", \"0.0.0.0\" for every address) or "
-                           "localhost, not " + host +
-                           (host.starts_with('[') ? " (the HTTP server of this build, civetweb, has no IPv6)" : ""));
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &address, text, sizeof text);
-  return std::string(text) + ":" + std::to_string(std::stoul(port));
+                           "localhost, not " + host + (host.starts_with('[') ? " (the endpoint takes no IPv6 address)" : ""));
+  return address;
 }
 
 }  // namespace
@@ -223,7 +222,7 @@ struct Metrics::Impl {
                                            "Webhook deliveries, by outcome (sent, failed, dropped, retry).", overflow};
 
   // The outlets: written only by start() and stop(), on the thread that owns the Metrics.
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsEndpoint> endpoint;
   std::unique_ptr<TextfileWriter> writer;
 };
 
@@ -435,16 +434,11 @@ std::expected<void, std::string> Metrics::start(const MetricsConfig& config) {
   if (!config.listen.empty()) {
     const auto address = endpoint_address(config.listen);
     if (!address) return std::unexpected("metrics: cannot listen on " + config.listen + " ([metrics] listen): " + address.error());
-    try {
-      // Two threads: one scraper at a time is the normal case, and each scrape is a serialisation of
-      // a few hundred series. A client that sends nothing is dropped after the request timeout.
-      impl_->exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-          "listening_ports", *address, "num_threads", "2", "request_timeout_ms", "10000"});
-      impl_->exposer->RegisterCollectable(impl_->registry);
-    } catch (const std::exception& e) {
-      impl_->exposer.reset();
-      return std::unexpected("metrics: cannot listen on " + config.listen + " ([metrics] listen): " + e.what());
-    }
+    // A listener of our own (telemetry/metrics_endpoint.hpp): any local user can connect, and no
+    // number of slow connections may keep a scraper out.
+    auto endpoint = MetricsEndpoint::open(*address, [this] { return text(); });
+    if (!endpoint) return std::unexpected("metrics: cannot listen on " + config.listen + " ([metrics] listen): " + endpoint.error());
+    impl_->endpoint = std::move(*endpoint);
   }
   if (!config.textfile.empty())
     impl_->writer = std::make_unique<TextfileWriter>(config.textfile, config.textfile_interval, [this] { return text(); });
@@ -454,14 +448,12 @@ std::expected<void, std::string> Metrics::start(const MetricsConfig& config) {
 void Metrics::stop() {
   if (!impl_) return;
   impl_->writer.reset();   // writes a last time, then joins
-  impl_->exposer.reset();  // closes the port and joins its threads
+  impl_->endpoint.reset();  // closes the port and every connection, joins its thread
 }
 
 std::optional<int> Metrics::listening_port() const {
-  if (!impl_->exposer) return std::nullopt;
-  const auto ports = impl_->exposer->GetListeningPorts();
-  if (ports.empty()) return std::nullopt;
-  return ports.front();
+  if (!impl_->endpoint) return std::nullopt;
+  return impl_->endpoint->port();
 }
 
 void Metrics::observe_status(const nlohmann::json& health) {

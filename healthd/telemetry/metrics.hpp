@@ -6,7 +6,7 @@
 //
 // Threads: observe_status() and notify() are called on the engine thread, observe_slurm_call() on
 // whichever thread calls Slurm, observe_protocol_error() on the event loop; the endpoint's own
-// threads and the textfile writer only read. None of them blocks on I/O.
+// thread (telemetry/metrics_endpoint.hpp) and the textfile writer only read. None of them blocks on I/O.
 #pragma once
 
 #include <chrono>

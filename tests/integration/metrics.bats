@@ -3,8 +3,9 @@
 # [metrics] section opens the endpoint on 127.0.0.1 and writes a node_exporter textfile. The scrape
 # must pass `promtool check metrics`, show the node's checks, its GPUs (the fake NVML's) under
 # dcgm-exporter's labels, its EFA ports and Neuron devices; a GPU fault must show as the node faulty,
-# a drain counted and the GPU's health; an XID line must be counted once. n1 gets the shared config
-# back at the end.
+# a drain counted and the GPU's health; an XID line must be counted once; a slowloris of an
+# unprivileged user on the port must leave root's scrapes answered. n1 gets the shared config back
+# at the end.
 
 load helpers
 
@@ -47,9 +48,48 @@ setup() {
 }
 
 teardown() {
+  # A flood whose test failed half way: not left running into the next test.
+  if [ -n "${FLOOD_PID:-}" ]; then kill "$FLOOD_PID" 2>/dev/null || true; fi
   for n in n1 n2 n3; do set_nvml "$n" "$HEALTHY"; done
   reset_cluster
 }
+
+# SLOWLORIS PORT N SECONDS: holds N connections to the port, each sending a request head one byte at
+# a time (a header that never ends) every 0.2 s, and opens a new one for each the server closes, for
+# SECONDS. Prints "holding N" once all are open, and at the end how many the server closed.
+SLOWLORIS='
+import signal, socket, sys, time
+port, n, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+head = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100000
+def open_one():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setblocking(False)
+    return [s, 0]
+conns = [open_one() for _ in range(n)]
+print("holding", n, flush=True)
+closed, end = 0, time.monotonic() + seconds
+def summary(*_):
+    print("closed by the server and opened again:", closed, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, summary)
+while time.monotonic() < end:
+    for i, c in enumerate(conns):
+        try:
+            c[0].send(head[c[1]:c[1] + 1])
+            c[1] += 1
+            c[0].recv(4096)  # an answer (408, 431) or EOF: the server let go
+            gone = True
+        except BlockingIOError:
+            gone = False
+        except OSError:
+            gone = True
+        if gone:
+            c[0].close()
+            conns[i] = open_one()
+            closed += 1
+    time.sleep(0.2)
+summary()
+'
 
 scrape() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' "$PORT"; }
 
@@ -204,4 +244,30 @@ EOF
   wait_until 10 bash -c "[ \"\$(stat -c %i '$TEXTFILE')\" != '$inode' ]"
   # Nothing else is left in the directory (node_exporter reads every *.prom there).
   [ -z "$(ls "$METRICS_DIR" | grep -v -e '^healthd.prom$' -e '^healthd.prom.tmp$' -e '^healthd-n1.toml$')" ]
+}
+
+# Issue 31: 40 slow connections of an unprivileged user starved the civetweb endpoint (two of three
+# scrapes timed out at 15 s). The endpoint is now one asynchronous thread with bounded connections and
+# a deadline for the request head: root's scrapes go through while user nobody floods the port.
+@test "a slowloris of user nobody on the port (100 connections, a byte at a time, reopened as closed) leaves every scrape answered" {
+  local out="$WORK/slowloris.out" t
+  runuser -u nobody -- env -C / python3 -c "$SLOWLORIS" "$PORT" 100 60 >"$out" 2>"$WORK/slowloris.err" &
+  FLOOD_PID=$!
+  local flood=$FLOOD_PID
+  wait_until 30 grep -q '^holding 100$' "$out"
+  for i in 1 2 3; do
+    # The flood is still on: its process runs, and curl must have the whole scrape in 5 s.
+    kill -0 "$flood"
+    t=$(curl -sS --max-time 5 -o "$WORK/flooded-$i.txt" -w '%{time_total}' "http://127.0.0.1:${PORT}/metrics")
+    echo "# scrape $i under the flood: ${t} s" >&3
+    grep -q '^healthd_build_info{version="' "$WORK/flooded-$i.txt"
+    promtool_ok "$WORK/flooded-$i.txt"
+    # Pacing, not a wait for anything: the three scrapes span the 5 s deadline of the flood's first
+    # connections, so the flood is met both before and after the server starts closing them.
+    sleep 3
+  done
+  kill -0 "$flood"  # it held to the end
+  kill "$flood"
+  wait "$flood" || true
+  cat "$out" "$WORK/slowloris.err" >&3
 }

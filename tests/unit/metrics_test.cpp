@@ -1,14 +1,17 @@
 // healthd's Prometheus metrics (telemetry/metrics.hpp) fed as the daemon feeds them: the engine's
 // status JSON (with real GPU check results from the fake NVML library), notices, Slurm calls. Values
 // and labels, series that go when their thing goes, the cardinality cap, `promtool check metrics` on
-// the text, the endpoint and the textfile; and the packaged alert rules and dashboard against the
-// metrics that exist.
+// the text, the endpoint (and its stand against a flood of slow connections) and the textfile; and
+// the packaged alert rules and dashboard against the metrics that exist.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -25,6 +28,7 @@
 #include "checks/gpu/xid_check.hpp"
 #include "state/atomic_file.hpp"
 #include "telemetry/metrics.hpp"
+#include "telemetry/metrics_endpoint.hpp"
 #include "temp_dir.hpp"
 
 using namespace ar::healthd;
@@ -258,6 +262,82 @@ bool eventually(const std::function<bool()>& done, std::chrono::seconds within =
     std::this_thread::sleep_for(20ms);
   }
   return done();
+}
+
+// A TCP connection to 127.0.0.1:port, closed with the object; -1 when the connect failed.
+struct Client {
+  int fd = -1;
+  explicit Client(int port, int receive_buffer = 0) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~Client() {
+    if (fd >= 0) ::close(fd);
+  }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  Client(Client&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+
+  bool send(std::string_view bytes) const {
+    return fd >= 0 && ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // Everything the server sends until it closes (EOF or reset), or nullopt if it has not closed
+  // within `within`.
+  std::optional<std::string> read_to_close(std::chrono::milliseconds within) const {
+    std::string got;
+    const auto until = std::chrono::steady_clock::now() + within;
+    char buf[65536];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      const auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return got;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  // True while the server has neither closed nor sent anything (nothing to read, no EOF).
+  bool still_open() const {
+    char c;
+    return ::recv(fd, &c, 1, MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+};
+
+struct HttpReply {
+  int status = 0;
+  std::string head;  // status line and headers
+  std::string body;
+};
+
+// Sends `request` on a new connection and reads the reply to the close, all within `within`;
+// nullopt when the connect failed, the reply did not come whole in time or is no HTTP.
+std::optional<HttpReply> http(int port, std::string_view request, std::chrono::milliseconds within = 3000ms) {
+  Client c(port);
+  if (!c.send(request)) return std::nullopt;
+  auto raw = c.read_to_close(within);
+  if (!raw || !raw->starts_with("HTTP/1.1 ") || raw->size() < 12) return std::nullopt;
+  const auto end = raw->find("\r\n\r\n");
+  if (end == std::string::npos) return std::nullopt;
+  return HttpReply{std::stoi(raw->substr(9, 3)), raw->substr(0, end + 2), raw->substr(end + 4)};
+}
+
+constexpr std::string_view kScrape = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nUser-Agent: Prometheus/2.45.0\r\n"
+                                     "Accept-Encoding: gzip\r\n\r\n";
+
+sockaddr_in loopback_any_port() {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
 }
 
 }  // namespace
@@ -552,7 +632,7 @@ TEST(Metrics, TheEndpointTakesAnIpv4AddressOrLocalhostAndNothingItWouldMisread) 
   ASSERT_TRUE(m.start({.listen = "localhost:0"}));
   EXPECT_NE(scrape(*m.listening_port()).find("healthd_build_info"), std::string::npos);  // on 127.0.0.1
   m.stop();
-  // civetweb would bind a mistyped address as some other one; this build of it has no IPv6.
+  // Nothing that inet_pton or a resolver would read as some other address; no IPv6.
   for (const char* bad : {"999.1.1.1:9464", "[::1]:9464", "metrics.example:9464", "127.0.0.1:9464s", "127.0.0.1"}) {
     auto r = m.start({.listen = bad});
     ASSERT_FALSE(r) << bad;
@@ -560,6 +640,166 @@ TEST(Metrics, TheEndpointTakesAnIpv4AddressOrLocalhostAndNothingItWouldMisread) 
     EXPECT_FALSE(m.listening_port());
   }
   EXPECT_NE(m.start({.listen = "[::1]:9464"}).error().find("no IPv6"), std::string::npos);
+}
+
+// Issue 31: 40 slow connections of an unprivileged user held both workers of the civetweb server
+// that was here (10 s each, one after another) and two of three scrapes timed out. Now 200
+// connections that send their request a byte at a time, or nothing, leave every scrape answered.
+TEST(Metrics, TheEndpointAnswersEveryScrapeWhileAFloodOfSlowConnectionsHoldsIt) {
+  Metrics m("n1", "1");
+  ASSERT_TRUE(m.start({.listen = "127.0.0.1:0"}));
+  const int port = *m.listening_port();
+  std::vector<Client> flood;
+  for (int i = 0; i < 200; ++i) {
+    flood.emplace_back(port);
+    ASSERT_GE(flood.back().fd, 0) << "connection " << i;
+    if (i % 2 == 0) flood.back().send("G");  // the other half sends nothing at all
+  }
+  const std::string slow = "ET /metrics HTTP/1.1\r\nHost: x\r\n";
+  for (std::size_t byte = 0; byte < 3; ++byte) {
+    // Between scrapes the flood goes on, one more byte on each connection still open.
+    for (std::size_t i = 0; i < flood.size(); i += 2) (void)flood[i].send(slow.substr(byte, 1));
+    const auto reply = http(port, kScrape, 3000ms);
+    ASSERT_TRUE(reply) << "scrape " << byte << " not answered within 3 s under the flood";
+    EXPECT_EQ(reply->status, 200);
+    EXPECT_NE(reply->body.find("healthd_build_info{version=\"1\"} 1"), std::string::npos) << reply->body;
+  }
+}
+
+TEST(Metrics, TheEndpointAnswersGetMetricsOnlyAndEachBadRequestWithItsStatus) {
+  Metrics m("n1", "1");
+  ASSERT_TRUE(m.start({.listen = "127.0.0.1:0"}));
+  const int port = *m.listening_port();
+
+  const auto ok = http(port, kScrape);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_NE(ok->head.find("\r\nConnection: close\r\n"), std::string::npos) << ok->head;
+  EXPECT_NE(ok->head.find("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"), std::string::npos) << ok->head;
+  EXPECT_NE(ok->head.find("\r\nContent-Length: " + std::to_string(ok->body.size()) + "\r\n"), std::string::npos) << ok->head;
+  EXPECT_EQ(promtool_complaints(ok->body), "");
+
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"GET /metrics HTTP/1.0\r\n\r\n", 200},
+      {"GET /metrics?name[]=up HTTP/1.1\nHost: a\n\n", 200},  // bare LFs, a query string
+      {"GET / HTTP/1.1\r\n\r\n", 404},
+      {"GET /metricsx HTTP/1.1\r\n\r\n", 404},
+      {"GET /metrics/../etc/passwd HTTP/1.1\r\n\r\n", 404},
+      {"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", 405},
+      {"HEAD /metrics HTTP/1.1\r\n\r\n", 405},
+      {"GET /metrics HTTP/2.0\r\n\r\n", 505},
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400},
+      {"garbage\r\n\r\n", 400},
+      {"\r\n\r\n", 400},
+      {"GET /metrics\r\n\r\n", 400},  // HTTP/0.9
+      {"GET  /metrics HTTP/1.1\r\n\r\n", 400},
+      {"GET /metrics HTTP/1.1 x\r\n\r\n", 400},
+      {"GET metrics HTTP/1.1\r\n\r\n", 400},
+      {"GET /met\x01rics HTTP/1.1\r\n\r\n", 400},
+      {"GET /metrics HTTP/1.1\r\nno header here\r\n\r\n", 400},
+      {std::string("GET /metrics HTTP/1.1\r\nX-A: a") + '\0' + "b\r\n\r\n", 400},
+      {"G\xc3\xa9T /metrics HTTP/1.1\r\n\r\n", 400},
+      {"GET /metrics HTTP/1.1\r\nX-Pad: " + std::string(10000, 'a') + "\r\n\r\n", 431},
+      {"GET /metrics HTTP/1.1\r\nX-Pad: " + std::string(20000, 'a'), 431},  // over the limit, never ended
+      {std::string(9000, '\n'), 400},  // an empty head at once
+  };
+  for (const auto& [request, status] : cases) {
+    const auto reply = http(port, request);
+    ASSERT_TRUE(reply) << testing::PrintToString(request.substr(0, 80));
+    EXPECT_EQ(reply->status, status) << testing::PrintToString(request.substr(0, 80)) << "\n" << reply->head;
+    EXPECT_NE(reply->head.find("\r\nConnection: close\r\n"), std::string::npos);
+    if (status == 200) {
+      EXPECT_NE(reply->body.find("healthd_build_info"), std::string::npos);
+    } else {
+      EXPECT_EQ(reply->body.find("healthd_"), std::string::npos) << reply->body;
+    }
+    if (status == 405) {
+      EXPECT_NE(reply->head.find("\r\nAllow: GET\r\n"), std::string::npos) << reply->head;
+    }
+  }
+  // Still serving after all that.
+  EXPECT_NE(scrape(port).find("healthd_build_info"), std::string::npos);
+}
+
+// The deadline for the head counts from the connect: a connection that trickles a byte every
+// 50 ms is closed as surely as one that sends nothing.
+TEST(MetricsEndpoint, ARequestNotWholeWithinTheHeadDeadlineIsAnswered408AndClosedHoweverItTrickles) {
+  auto endpoint = MetricsEndpoint::open(loopback_any_port(), [] { return std::string("x 1\n"); },
+                                        {.head_timeout = 300ms});
+  ASSERT_TRUE(endpoint) << endpoint.error();
+  const int port = (*endpoint)->port();
+  Client silent(port), trickle(port);
+  const auto started = std::chrono::steady_clock::now();
+  const std::string head = "GET /metrics HTTP/1.1\r\nX-Slow: " + std::string(200, 'a');
+  bool trickle_closed = false;
+  for (std::size_t i = 0; i < head.size() && !trickle_closed; ++i) {
+    trickle_closed = !trickle.send(head.substr(i, 1)) || !trickle.still_open();
+    std::this_thread::sleep_for(50ms);
+  }
+  // Closed long before the 10 s the whole trickle would take.
+  EXPECT_TRUE(trickle_closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 8s);
+  const auto answer = silent.read_to_close(5000ms);
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 408 ")) << *answer;
+  // A scrape that sends its request at once is not held by the deadline.
+  const auto reply = http(port, kScrape);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->body, "x 1\n");
+}
+
+// All connections open: the oldest one still sending its request goes, so a scraper always gets in.
+TEST(MetricsEndpoint, WhenEveryConnectionIsOpenTheOldestStillSendingItsRequestMakesRoom) {
+  auto endpoint = MetricsEndpoint::open(loopback_any_port(), [] { return std::string("x 1\n"); },
+                                        {.max_connections = 4, .head_timeout = 60s});
+  ASSERT_TRUE(endpoint) << endpoint.error();
+  const int port = (*endpoint)->port();
+  // Accepted in the order they connect (the listen queue is first in, first out).
+  std::vector<Client> held;
+  for (int i = 0; i < 4; ++i) {
+    held.emplace_back(port);
+    ASSERT_TRUE(held.back().send("G"));
+  }
+  const auto reply = http(port, kScrape);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  // The oldest held one made room; the three others still wait for their deadline.
+  const auto first = held[0].read_to_close(3000ms);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, "");
+  for (std::size_t i = 1; i < held.size(); ++i) EXPECT_TRUE(held[i].still_open()) << i;
+}
+
+// A client that does not take its reply is cut off at the write deadline, and meanwhile scrapes are
+// served: the one thread never waits on a client.
+TEST(MetricsEndpoint, AClientThatDoesNotTakeItsReplyIsClosedAtTheWriteDeadlineAndHoldsNoScrapeUp) {
+  const std::string big(16 << 20, 'x');
+  std::atomic<int> served = 0;
+  auto endpoint = MetricsEndpoint::open(loopback_any_port(), [&] { return served++ == 0 ? big : std::string("x 1\n"); },
+                                        {.write_timeout = 300ms});
+  ASSERT_TRUE(endpoint) << endpoint.error();
+  const int port = (*endpoint)->port();
+  Client stalled(port, 4096);
+  ASSERT_TRUE(stalled.send(kScrape));
+  ASSERT_TRUE(eventually([&] { return served >= 1; }));  // its 16 MiB are being written
+  const auto reply = http(port, kScrape);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->body, "x 1\n");
+  // Past the deadline (with room to spare), the stalled client finds its reply cut short.
+  std::this_thread::sleep_for(1500ms);
+  const auto got = stalled.read_to_close(10000ms);
+  ASSERT_TRUE(got) << "the server never closed the stalled connection";
+  EXPECT_LT(got->size(), big.size());
+}
+
+TEST(MetricsEndpoint, ABindThatFailsSaysWhy) {
+  auto first = MetricsEndpoint::open(loopback_any_port(), [] { return std::string(); });
+  ASSERT_TRUE(first);
+  auto taken = loopback_any_port();
+  taken.sin_port = htons(static_cast<std::uint16_t>((*first)->port()));
+  auto second = MetricsEndpoint::open(taken, [] { return std::string(); });
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error(), "bind: Address already in use");
 }
 
 TEST(Metrics, TheTextfileIsWrittenReadableReplacedWholeAndALastTimeAtStop) {
