@@ -8,6 +8,7 @@
 // Properties: never a crash or undefined behaviour; a path accepted has no control character and is
 // valid UTF-8; the comment line is valid UTF-8 without controls, within its bound, and one line; the
 // reader counts only the owner's entries and nothing dated past now plus the slack.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
