@@ -62,7 +62,7 @@ struct WatchedJob {
   std::optional<std::uint32_t> max_resumes;
   proto::Heartbeat heartbeat;
   // The job's owner, whose rights the heartbeat is read with; unknown: not judged.
-  std::optional<std::uint32_t> uid;
+  std::optional<std::uint32_t> uid = std::nullopt;
 };
 
 class StallWatch {
