@@ -41,7 +41,7 @@ std::expected<std::string, std::string> parse_heartbeat_path(const char* value) 
   if (!proto::valid_heartbeat_path(v))
     return std::unexpected("invalid value for --" + std::string(kHeartbeatOptionName) +
                            ": expected an absolute path (a file or a directory) of at most " +
-                           std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes, without control bytes");
+                           std::to_string(proto::kMaxHeartbeatPathBytes) + " bytes, valid UTF-8 without control characters");
   return std::string(v);
 }
 

@@ -13,7 +13,7 @@ std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
   for (const auto& [id, job] : registry.jobs())
     if (job.running())
       jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes, job.heartbeat, job.batch_here(),
-                      job.running_auto_resume_steps()});
+                      job.running_auto_resume_steps(), job.uid});
   return jobs;
 }
 

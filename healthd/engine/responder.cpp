@@ -129,7 +129,7 @@ std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs
   if (!full_pass) return {};
   std::vector<WatchedJob> watched;
   for (const auto& j : jobs)
-    if (j.auto_resume && j.heartbeat && j.batch_here) watched.push_back({j.job_id, j.restart_count, j.max_resumes, *j.heartbeat});
+    if (j.auto_resume && j.heartbeat && j.batch_here) watched.push_back({j.job_id, j.restart_count, j.max_resumes, *j.heartbeat, j.uid});
   // Long enough for every other node of the job to have had a full sweep (and acted on a fault it
   // found), and for a beat only a little late to call the stall off.
   const auto settle = policy_.check_interval + policy_.check_deadline;

@@ -59,6 +59,7 @@ struct LocalJob {
   // Its srun steps running here that were started with --auto-resume=1: with exactly one, a fault
   // here may re-run that step inside the allocation instead of requeueing the job.
   std::vector<std::uint32_t> auto_resume_steps;
+  std::optional<std::uint32_t> uid = std::nullopt;  // its owner: the heartbeat is read with their rights only
 };
 
 // The failure of an auto-resume step's task that made healthd look at its node now.
@@ -103,7 +104,7 @@ class Responder {
     actions_.set_cure(std::move(reset), std::move(cured), std::move(boot_id));
   }
 
-  // How job heartbeats are read (default: read_heartbeat, here; the daemon bounds it by a deadline).
+  // How job heartbeats are read (default: read_heartbeat_as_owner, here; the daemon bounds it by a deadline).
   void set_heartbeat_reader(HeartbeatReader reader) { stall_watch_ = StallWatch(std::move(reader)); }
   // The clock stalls are timed by (default: the steady clock; tests move their own).
   void set_stall_clock(std::function<StallClock::time_point()> clock) { stall_clock_ = std::move(clock); }
@@ -164,7 +165,8 @@ class Responder {
   std::optional<WallTime> last_healthy_pass_;
   std::set<std::string> reported_;  // report_only: what this episode already said it would do
   NoticeSink* notices_ = nullptr;
-  StallWatch stall_watch_{[](const std::string& path) { return read_heartbeat(path); }};
+  StallWatch stall_watch_{
+      [](const std::string& path, std::uint32_t uid) { return read_heartbeat_as_owner(path, uid); }};
   std::function<StallClock::time_point()> stall_clock_ = [] { return StallClock::now(); };
   SlurmActions actions_;  // carries out what is journalled here
 };

@@ -1,10 +1,5 @@
 #include "engine/stall_watch.hpp"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -16,43 +11,11 @@
 namespace ar::healthd {
 namespace {
 
-FileTime mtime_of(const struct stat& st) {
-  return FileTime(std::chrono::duration_cast<FileTime::duration>(std::chrono::seconds(st.st_mtim.tv_sec) +
-                                                                  std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-}
-
 std::string seconds_text(StallClock::duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
 }
 
 }  // namespace
-
-HeartbeatReading read_heartbeat(const std::string& path, std::size_t max_entries) {
-  HeartbeatReading r;
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT && errno != ENOTDIR) r.error = path + ": " + std::strerror(errno);
-    return r;  // not there (yet)
-  }
-  r.newest = mtime_of(st);
-  if (!S_ISDIR(st.st_mode)) return r;
-  // A directory beats when an entry is written (a new checkpoint, a log line): its own mtime moves
-  // only when entries are added or removed, so each entry's is read too. A directory root may not
-  // read (root squash) would look like one that never moves: an error instead.
-  std::error_code ec;
-  std::filesystem::directory_iterator it(path, ec);
-  std::size_t seen = 0;
-  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (++seen > max_entries) {
-      r.error = path + ": more than " + std::to_string(max_entries) + " entries; point the heartbeat at one file";
-      return r;
-    }
-    struct stat est{};
-    if (::lstat(it->path().c_str(), &est) == 0) r.newest = std::max(*r.newest, mtime_of(est));
-  }
-  if (ec) r.error = path + ": " + ec.message();
-  return r;
-}
 
 HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline) {
   // One caller per path (so one stuck read holds back only its own job), at most kMaxCallers; past
@@ -65,7 +28,7 @@ HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline) {
   };
   auto callers = std::make_shared<Callers>();
   callers->shared = std::make_shared<BoundedCaller>(deadline);
-  return [callers, deadline](const std::string& path) {
+  return [callers, deadline](const std::string& path, std::uint32_t uid) {
     std::shared_ptr<BoundedCaller> caller;
     {
       std::lock_guard lock(callers->mutex);
@@ -74,10 +37,10 @@ HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline) {
       else if (callers->by_path.size() < kMaxCallers) caller = callers->by_path[path] = std::make_shared<BoundedCaller>(deadline);
       else caller = callers->shared;
     }
-    auto r = caller->run<HeartbeatReading>("heartbeat", [path] { return read_heartbeat(path); });
+    auto r = caller->run<HeartbeatReading>("heartbeat", [path, uid] { return read_heartbeat_as_owner(path, uid); });
     if (r) return *r;
     return HeartbeatReading{std::nullopt, path + ": not read within " + std::to_string(deadline.count()) +
-                                              " ms (a hung filesystem?)"};
+                                              " ms (a hung filesystem or user lookup?)"};
   };
 }
 
@@ -99,7 +62,9 @@ std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, St
     auto event = [&](StallEvent::Kind kind, std::string message) {
       out.push_back({kind, job.job_id, job.restart_count, job.max_resumes, std::move(message)});
     };
-    auto reading = reader_(job.heartbeat.path);
+    // Never read as root on a user's behalf: without its owner the heartbeat is not judged.
+    auto reading = job.uid ? reader_(job.heartbeat.path, *job.uid)
+                           : HeartbeatReading{std::nullopt, job.heartbeat.path + ": the job's owner is not known here"};
     if (!reading.error.empty()) {
       // Not judged: neither a beat nor a stall. The time goes on counting, so a heartbeat readable
       // again that has not moved is stalled then.
@@ -115,7 +80,7 @@ std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, St
       s.stalled_at.reset();
     }
     s.read_once = true;
-    s.ever_present = s.ever_present || reading.newest.has_value();
+    s.ever_present = s.ever_present || reading.found || reading.newest.has_value();
     s.last_value = reading.newest;
     const auto limit = std::chrono::seconds(s.beat ? job.heartbeat.stall_s : job.heartbeat.first_beat_s);
     const auto still = now - s.last_move;

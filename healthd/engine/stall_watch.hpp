@@ -11,7 +11,9 @@
 // beat late by a little to cancel it). Each attempt is confirmed at most once.
 //
 // What cannot be judged is never a stall: a heartbeat this host never saw (a file on another node's
-// disk, a per-job /tmp), one that cannot be read (permissions, a hung filesystem, too many entries).
+// disk, a per-job /tmp), one that cannot be read (permissions, a hung filesystem, too many entries),
+// one whose owner is unknown. It is read with the job owner's rights, and only the owner's files
+// count (collectors/heartbeat_reader.hpp).
 // Time is the steady clock's: a wall clock step must not stall every job at once.
 #pragma once
 
@@ -24,28 +26,19 @@
 #include <vector>
 
 #include "auto_resume/protocol.hpp"
+#include "collectors/heartbeat_reader.hpp"
 
 namespace ar::healthd {
 
 using StallClock = std::chrono::steady_clock;
-using FileTime = std::chrono::system_clock::time_point;
 
-// What reading a heartbeat found: the newest modification time, nothing there (`newest` empty, no
-// error), or why it could not be judged.
-struct HeartbeatReading {
-  std::optional<FileTime> newest;
-  std::string error;
-};
-using HeartbeatReader = std::function<HeartbeatReading(const std::string& path)>;
+// Reads the heartbeat `path` of a job whose owner is `uid` (collectors/heartbeat_reader.hpp).
+using HeartbeatReader = std::function<HeartbeatReading(const std::string& path, std::uint32_t uid)>;
 
-// Reads a heartbeat on this host: stat of the path (never opened, so a FIFO cannot block), and for a
-// directory lstat of each entry (links are not followed). Refused permission and a directory of more
-// than `max_entries` entries are errors, not "nothing there".
-HeartbeatReading read_heartbeat(const std::string& path, std::size_t max_entries = 10000);
-
-// read_heartbeat on a thread per heartbeat path, each bounded by `deadline`: a heartbeat on a hung
-// filesystem costs the engine the deadline once, then that path is refused at once until its read
-// returns, and other jobs' heartbeats are still read.
+// read_heartbeat_as_owner on a thread per heartbeat path, each bounded by `deadline` (the owner's
+// NSS lookup included): a heartbeat on a hung filesystem costs the engine the deadline once, then
+// that path is refused at once until its read returns, and other jobs' heartbeats are still read.
+// The threads are reused: each read takes the owner's identity and gives it back before it returns.
 HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline);
 
 struct StallEvent {
@@ -68,6 +61,8 @@ struct WatchedJob {
   std::uint32_t restart_count = 0;
   std::optional<std::uint32_t> max_resumes;
   proto::Heartbeat heartbeat;
+  // The job's owner, whose rights the heartbeat is read with; unknown: not judged.
+  std::optional<std::uint32_t> uid = std::nullopt;
 };
 
 class StallWatch {

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "auto_resume/safe_text.hpp"
+
 namespace ar {
 
 struct AttemptEnd {
@@ -35,16 +37,18 @@ inline std::string format_attempt_comment(const AttemptEnd& e) {
          std::to_string(e.reruns) + ")";
   else if (e.reruns > 0) c += " (re-runs " + std::to_string(e.reruns) + ")";
   c += ": " + e.code + " on " + e.node + ": " + e.message;
-  if (c.size() > kMaxCommentBytes) c = c.substr(0, kMaxCommentBytes - 3) + "...";
-  return c;
+  // An admin reads the line with scontrol in a terminal, and its parts came from outside (a heartbeat
+  // path a user chose, a kernel-log line): control characters (C0, DEL, C1) are escaped, invalid bytes
+  // too, and the cut falls between code points.
+  return text::sanitize(c, kMaxCommentBytes);
 }
 
 inline constexpr const char* kCommentPrefix = "auto-resume: ";
 
-// `existing` with its auto-resume line (if any) replaced by `ours` (made one line), other lines kept.
-inline std::string merge_admin_comment(const std::string& existing, std::string ours) {
-  for (auto& ch : ours)
-    if (ch == '\n' || ch == '\r') ch = ' ';
+// `existing` with its auto-resume line (if any) replaced by `our_line`, other lines kept. Every line
+// of ours passes here: it is made one line, safe for a terminal and bounded as format_attempt_comment's.
+inline std::string merge_admin_comment(const std::string& existing, const std::string& our_line) {
+  const std::string ours = text::sanitize(our_line, kMaxCommentBytes);
   std::string out;
   std::size_t pos = 0;
   while (pos < existing.size()) {

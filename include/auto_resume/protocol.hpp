@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "auto_resume/safe_text.hpp"
+
 namespace ar::proto {
 
 inline constexpr int kVersion = 1;
@@ -96,10 +98,11 @@ inline constexpr std::uint32_t kMaxStallSeconds = 30 * 24 * 3600;
 inline constexpr std::size_t kMaxHeartbeatPathBytes = 4096;
 
 // What the plugin accepts on the command line and healthd over the socket and from its state file:
-// an absolute path of bounded length with no control bytes (it goes into root's logs and timelines).
+// an absolute path of bounded length, valid UTF-8 without control characters (C0, DEL, and the C1
+// controls U+0080..U+009F, which a terminal acts on as on ESC: the path goes into root's logs and
+// timelines, and a stall's message into the job's admin comment).
 inline bool valid_heartbeat_path(std::string_view path) {
-  return !path.empty() && path.front() == '/' && path.size() <= kMaxHeartbeatPathBytes &&
-         std::none_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  return !path.empty() && path.front() == '/' && path.size() <= kMaxHeartbeatPathBytes && text::is_clean_utf8(path);
 }
 
 inline nlohmann::json to_json(const Heartbeat& hb) {
@@ -317,7 +320,7 @@ inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) 
   if (!path) return bad(path.error().message);
   if (!valid_heartbeat_path(*path))
     return bad("'path' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) +
-               " bytes, without control bytes");
+               " bytes, valid UTF-8 without control characters");
   hb.path = std::move(*path);
   for (auto [name, out] : {std::pair{"stall_s", &hb.stall_s}, std::pair{"first_beat_s", &hb.first_beat_s}}) {
     auto v = field<std::uint32_t>(j, name);

@@ -142,3 +142,30 @@ TEST(JobComment, RoundTripsAndRefusesOthers) {
   EXPECT_FALSE(ar::parse_attempt_comment("auto-resume: not resumed: the cap of 3 resumes is reached"));
   EXPECT_LE(ar::format_attempt_comment({1, "X", "n", std::string(1000, 'm')}).size(), ar::kMaxCommentBytes);
 }
+
+TEST(JobComment, ControlCharactersReachNoTerminal) {
+  // A heartbeat path (the user's) or a kernel-log line in the message: CSI and OSC in their C1 form
+  // (U+009B, U+009D), ESC, BEL, a stray byte.
+  const std::string message = "heartbeat /ckpt/\xc2\x9b" "2J\xc2\x9d" "0;t\x07 \x1b[31m \x9b has not moved";
+  const auto c = ar::format_attempt_comment({2, "STALL", "n1", message});
+  EXPECT_EQ(c, "auto-resume: attempt 2 ended: STALL on n1: heartbeat /ckpt/\\u009b2J\\u009d0;t\\u0007 \\u001b[31m \\x9b "
+               "has not moved");
+  EXPECT_TRUE(ar::text::is_clean_utf8(c));
+  ASSERT_TRUE(ar::parse_attempt_comment(c));
+  // Every line healthd writes passes the same way, not only the attempt line.
+  const auto merged = ar::merge_admin_comment("admin: keep\n", "auto-resume: not resumed: \xc2\x9b" "2J\nsecond");
+  EXPECT_EQ(merged, "admin: keep\nauto-resume: not resumed: \\u009b2J second");
+}
+
+TEST(JobComment, TheLineIsCutBetweenCodePoints) {
+  // Two paddings: whatever the prefix's length, one of them puts a two-byte character across the
+  // limit.
+  for (std::size_t pad = 0; pad < 2; ++pad) {
+    std::string message(pad, 'a');
+    for (int i = 0; i < 200; ++i) message += "\xc3\xa9";  // é
+    const auto c = ar::format_attempt_comment({1, "X", "n", message});
+    EXPECT_LE(c.size(), ar::kMaxCommentBytes) << pad;
+    EXPECT_TRUE(ar::text::is_clean_utf8(c)) << pad;
+    EXPECT_TRUE(c.ends_with("\xc3\xa9...")) << pad;
+  }
+}
