@@ -54,7 +54,11 @@ TOML
 check_field() {
   "$AR_HEALTHCTL" --socket "$work/h.sock" status --json 2>/dev/null | python3 -c '
 import json, sys
-checks = [c for c in json.load(sys.stdin)["health"].get("checks", []) if c["check"] == sys.argv[1]]
+try:
+    health = json.load(sys.stdin)["health"]
+except (ValueError, KeyError):
+    sys.exit("no status from healthd yet")
+checks = [c for c in health.get("checks", []) if c["check"] == sys.argv[1]]
 if not checks:
     sys.exit("no result of " + sys.argv[1] + " yet")
 c = checks[0]
