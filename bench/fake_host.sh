@@ -36,7 +36,7 @@ host=$dir/host
 # A busy kernel log: the benign traffic of a big node (none of it matches a fault rule).
 awk -v n="${BENCH_KMSG_LINES:-20000}" 'BEGIN {
   split("eth0: renamed from veth1a2b|audit: type=1400 audit(1700000000.123:42): apparmor=\"STATUS\"|EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode|IPv6: ADDRCONF(NETDEV_CHANGE): eni2: link becomes ready|nvidia-nvswitch0: open (major=507)|efa 0000:31:00.0: Setup irq:0x82 name:efa-mgmnt@pci:0000:31:00.0|TCP: request_sock_TCP: Possible SYN flooding on port 22|neuron: loading neuron driver version 2.19", m, "|")
-  for (i = 0; i < n; i++) printf "[%d.%06d] %s\n", 1000 + i / 100, (i * 7919) % 1000000, m[i % 8 + 1]
+  for (i = 0; i < n; i++) printf "<6>[%d.%06d] %s\n", 1000 + i / 100, (i * 7919) % 1000000, m[i % 8 + 1]
 }' >"$host/var/log/kern.log"
 
 # EFA: what /sys/class/infiniband/<dev> holds on a p5 (healthd/collectors/efa_sysfs.hpp): device/vendor

@@ -273,4 +273,4 @@ fault_cluster_start() {
   scontrol show config | grep -E '^SchedulerParameters' | sed 's/^/  /'
 }
 
-xid79() { echo "NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }
+xid79() { echo "<4>NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python, GPU has fallen off the bus."; }

@@ -28,7 +28,7 @@ watch_s=${BENCH_WATCH_S:-60}
 trap 'cluster_down "$dir"' EXIT
 export AR_START_TIMEOUT=300
 
-efa_err() { echo "efa 0000:10:1b.0: Admin command timed out"; }
+efa_err() { echo "<3>efa 0000:10:1b.0: Admin command timed out"; }
 ctld_pid() { tr -dc 0-9 <"$dir/run/slurmctld.pid"; }
 log_lines() { grep -c "$2" "$dir/log/healthd-$1.log" 2>/dev/null || true; }
 # most_in_a_second PATTERN FILE...: the most log lines matching PATTERN in any one second of the logs

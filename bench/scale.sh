@@ -57,7 +57,7 @@ trap 'ctld_unthrottle; cluster_down "$dir"' EXIT
 export AR_START_TIMEOUT=300
 
 hctl() { "$HEALTHCTL" --socket "$dir/run/healthd-$1.sock" "${@:2}"; }
-efa_err() { echo "efa 0000:10:1b.0: Admin command timed out"; }
+efa_err() { echo "<3>efa 0000:10:1b.0: Admin command timed out"; }
 inject() { efa_err >>"$dir/host/$1/var/log/kern.log"; }
 ctld_pid() { tr -dc 0-9 <"$dir/run/slurmctld.pid"; }
 healthd_pids() { local n; for n in $AR_CLUSTER_NODES; do tr -dc 0-9 <"$dir/run/healthd-$n.pid"; echo; done; }

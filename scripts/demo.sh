@@ -70,7 +70,7 @@ echo "job $job runs on $(squeue -h -j "$job" -o %N); $(checkpoints) checkpoints 
 
 say "injecting the fault: GPU on $victim falls off the bus (XID 79 in its kernel log)"
 t0=$(date +%s.%N)
-echo "NVRM: Xid (PCI:0000:17:00): 79, pid=$$, name=python, GPU has fallen off the bus." \
+echo "<4>NVRM: Xid (PCI:0000:17:00): 79, pid=$$, name=python, GPU has fallen off the bus." \
   >>"$dir/host/$victim/var/log/kern.log"
 wait_for 120 running_attempt "$job" 1
 t1=$(date +%s.%N)

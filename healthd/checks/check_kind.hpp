@@ -16,10 +16,13 @@
 
 namespace ar::healthd {
 
-// A reader of kernel-log lines ahead of the kernel-log check's own rules (the XID check takes the
-// NVRM Xid lines, whose policy it owns). Called on the kernel-log check's thread, one line at a time.
+struct KernelRecord;  // collectors/kernel_log_reader.hpp
+
+// A reader of kernel-log records ahead of the kernel-log check's own rules (the XID check takes the
+// NVRM Xid records, whose policy it owns). Called on the kernel-log check's thread, one record at a
+// time, and only with the kernel's own records (facility 0); the tap judges the level and the text.
 enum class LineVerdict { not_mine, taken, new_fault };
-using KernelLineTap = std::function<LineVerdict(const std::string& line)>;
+using KernelLineTap = std::function<LineVerdict(const KernelRecord& record)>;
 using KernelLineTaps = std::vector<KernelLineTap>;
 
 // What a factory gets besides its own settings.

@@ -113,7 +113,7 @@ second_node() { job_nodes "$1" | tail -1; }
   inject_fault "$first" "$(xid48)"
   wait_until 30 job_running_attempt "$job" 1
   second=$(second_node "$job")
-  inject_fault "$second" "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
+  inject_fault "$second" "<4>NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
   wait_until 30 bash -c "scontrol show job $job -o | grep -q 'AdminComment=auto-resume: not resumed: the cap of 1 resumes is reached'"
   # the job, hung on the second faulty node, ends instead of holding its nodes forever
   wait_until 30 job_finished "$job"
@@ -140,8 +140,8 @@ second_node() { job_nodes "$1" | tail -1; }
 
 @test "an admin's drain is never undone by healthd; its own drains are" {
   scontrol update nodename=n3 state=drain reason="admin: replacing a DIMM"
-  inject_fault n3 "mce: [Hardware Error]: Machine check events logged"
-  inject_fault n2 "mce: [Hardware Error]: Machine check events logged"
+  inject_fault n3 "$(mce_line)"
+  inject_fault n2 "$(mce_line)"
   wait_until 30 bash -c '[[ "$(sinfo -h -n n2 -o %T)" == drain* ]]'
   [[ "$(node_reason n2)" == "healthd: KMSG-MCE: "* ]]
   # n2 comes back by itself after the hold and three healthy checks; n3 keeps the admin's reason

@@ -16,7 +16,7 @@ load helpers
 OWN="${AR_CLUSTER_DIR}/healthctl-bats"
 N1_CONFIG="$OWN/healthd-n1.toml"
 ADMIN_CHECK="${AR_CLUSTER_DIR}/host/n1/etc/admin-check"
-MCE="mce: [Hardware Error]: Machine check events logged"
+MCE="<0>mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 5: be00000000800400"
 
 setup_file() {
   mkdir -p "$OWN"
@@ -159,7 +159,7 @@ on_pty() { local file=$1; shift; script -qec "$*" /dev/null >"$file" 2>&1 </dev/
 
 @test "a kernel-log fault exits 2; every active fault has its line; clear forgets it and the node returns" {
   inject_fault n1 "$MCE"
-  inject_fault n1 "EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0"
+  inject_fault n1 "<2>EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0"
   wait_until 30 kernel_log_holds n1 KMSG-MCE FS-IO-ERR
   wait_until 30 status_exits n1 2
   run healthctl_on n1 status

@@ -65,10 +65,18 @@ job = jobs[0]
 print(eval(sys.argv[2]))' "$2" "$3"
 }
 
-# inject_fault NODE LINE: a kernel-log line on NODE, the way the kernel would write it.
-inject_fault() { printf '%s\n' "$2" >>"${AR_CLUSTER_DIR}/host/$1/var/log/kern.log"; }
+# inject_fault NODE LINE: a kernel-log line on NODE, the way the kernel would write it: with its
+# priority first ("<4>NVRM: Xid ...", as dmesg -r prints it), at the level the driver writes it. A line
+# without one never counts (its origin is unknown: issue 31), so a test that forgot it would wait in vain.
+inject_fault() {
+  [[ "$2" =~ ^\<[0-9]+\> ]] || { echo "inject_fault: the line carries no <PRI>: $2" >&2; return 1; }
+  printf '%s\n' "$2" >>"${AR_CLUSTER_DIR}/host/$1/var/log/kern.log"
+}
 # An XID whose cure is a GPU reset: the node is drained (XID 79 would ask Slurm for a reboot: gpu.bats).
-xid48() { echo "NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer."; }
+# The NVIDIA driver prints XIDs at the kernel's default level, KERN_WARNING (4).
+xid48() { echo "<4>NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer."; }
+# A machine check as the kernel reports it: KERN_EMERG (0).
+mce_line() { echo "<0>mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 5: be00000000800400"; }
 
 node_state() { sinfo -h -n "$1" -o '%T'; }
 node_reason() { scontrol show node "$1" -o | grep -o 'Reason=.*' | sed 's/ \[[^]]*\]$//; s/^Reason=//'; }

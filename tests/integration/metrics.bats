@@ -222,7 +222,7 @@ EOF
 @test "an XID line for a GPU of n1 is counted once, under its number, however many sweeps see it" {
   local before seq
   before=$(metric_value healthd_xid_events_total xid=48)
-  inject_fault n1 "NVRM: Xid (PCI:0000:18:00): 48, pid=4242, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer."
+  inject_fault n1 "<4>NVRM: Xid (PCI:0000:18:00): 48, pid=4242, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer."
   wait_until 30 metric_holds "v == $((before + 1))" healthd_xid_events_total xid=48
   # Three more sweeps see the same event in the XID check's detail: still one.
   seq=$(metric_value healthd_sweep_duration_seconds_count)

@@ -72,7 +72,7 @@ TEST(CheckState, KernelLogStateWithNumbersOutOfRangeIsRefusedWhole) {
     {
       KernelLogCheck check(config, dir.path(), dir / "state.json");
       std::ofstream(dir / "var/log/kern.log", std::ios::app)
-          << "mce: [Hardware Error]: x\nEXT4-fs error (device nvme1n1): ext4_find_entry\n";
+          << "<0>mce: [Hardware Error]: x\n<2>EXT4-fs error (device nvme1n1): ext4_find_entry\n";
       ASSERT_TRUE(check.poll());
     }
     auto j = read(dir / "state.json");

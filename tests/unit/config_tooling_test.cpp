@@ -130,7 +130,7 @@ TEST(EffectiveConfig, ListsEveryKeyOfEverySectionWithItsValue) {
   EXPECT_EQ(values.at("checks.gpu.xid_unknown_action"), "\"drain\"");
   EXPECT_TRUE(values.at("checks.gpu.xid").starts_with("[{xid = 13, action = \"ignore\", count = 1, window_s = 0, description = \""))
       << values.at("checks.gpu.xid");
-  EXPECT_EQ(values.at("checks.kernel_log.rule"), "[{code = \"IB\", pattern = \"Link down\", message = \"\", action = \"drain\"}]");
+  EXPECT_EQ(values.at("checks.kernel_log.rule"), "[{code = \"IB\", pattern = \"Link down\", message = \"\", action = \"drain\", anchored = true, max_level = \"notice\"}]");
   EXPECT_EQ(values.at("checks.efa.expected_devices"), "(unset)");
   EXPECT_EQ(values.at("checks.script"), "[]");
   // Every section the registry knows is described.
@@ -289,5 +289,5 @@ TEST(DropIns, AnEmptyArrayInALaterFileAddsNothingAndClearsNothing) {
   auto c = load_config(f.main);
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(by_key(describe_config(*c)).at("checks.kernel_log.rule"),
-            "[{code = \"IB\", pattern = \"Link down\", message = \"\", action = \"warn\"}]");
+            "[{code = \"IB\", pattern = \"Link down\", message = \"\", action = \"warn\", anchored = true, max_level = \"notice\"}]");
 }

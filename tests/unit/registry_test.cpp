@@ -96,7 +96,7 @@ TEST(Registry, AnXidLineInTheKernelLogReachesTheXidCheckThroughTheGpuFactorysTap
   auto kernel_log = find("kernel_log");
   auto xids = find("gpu_xid");
   kernel_log->run();  // the reader starts at the end of the log
-  std::ofstream(host.log, std::ios::app) << "NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n";
+  std::ofstream(host.log, std::ios::app) << "<4>NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n";
   auto kl = kernel_log->run();
   ASSERT_EQ(kl.size(), 1u);
   EXPECT_EQ(kl[0].status, Status::ok) << kl[0].message;  // the XID line is the XID check's, not a rule's
@@ -119,7 +119,7 @@ TEST(Registry, WithTheGpuChecksOffNoOneTapsTheKernelLog) {
   auto kernel_log = checks.front();
   ASSERT_EQ(kernel_log->name(), "kernel_log");
   kernel_log->run();
-  std::ofstream(host.log, std::ios::app) << "NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n";
+  std::ofstream(host.log, std::ios::app) << "<4>NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n";
   // No XID check: the line is nobody's, and the built-in rules leave XIDs to the XID check.
   EXPECT_EQ(kernel_log->run()[0].status, Status::ok);
 }

@@ -42,13 +42,58 @@ TEST(XidPolicy, ActionNamesRoundTrip) {
 }
 
 TEST(XidLine, ParsesTheNvrmFormat) {
-  auto e = parse_xid_line("[ 1234.5] NVRM: Xid (PCI:0000:3B:00): 79, pid=1, name=python, GPU has fallen off the bus.");
+  auto e = parse_xid_line("NVRM: Xid (PCI:0000:3B:00): 79, pid=1, name=python, GPU has fallen off the bus.");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->xid, 79u);
   EXPECT_EQ(e->gpu, "0000:3b:00");
   EXPECT_EQ(e->source, "kernel_log");
+  EXPECT_EQ(e->text, "NVRM: Xid (PCI:0000:3B:00): 79, pid=1, name=python, GPU has fallen off the bus.");
+  // With MIG, the driver names the GPU instance after the address.
+  e = parse_xid_line("NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->xid, 94u);
+  EXPECT_EQ(e->gpu, "0000:01:00");
   EXPECT_FALSE(parse_xid_line("NVRM: GPU at PCI:0000:3b:00: GPU-abc"));
   EXPECT_FALSE(parse_xid_line("Xid 79 in a user's echo"));
+}
+
+namespace {
+KernelRecord record(int level, int facility, std::string text) {
+  KernelRecord r;
+  r.level = level;
+  r.facility = facility;
+  r.text = std::move(text);
+  return r;
+}
+const std::string kXid79 = "NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=x, GPU has fallen off the bus.";
+}  // namespace
+
+// Issue 31: a user named a file after an XID and crashed in it; the kernel's segfault report (at
+// KERN_INFO) held the name, and the node was drained and its cure chain started.
+TEST(XidLine, OnlyTheDriversOwnRecordIsAnXid) {
+  // The driver prints without a level: the kernel's default, KERN_WARNING (or err on older drivers).
+  EXPECT_TRUE(parse_xid_record(record(4, kFacilityKernel, kXid79)));
+  EXPECT_TRUE(parse_xid_record(record(3, kFacilityKernel, kXid79)));
+  EXPECT_TRUE(parse_xid_record(record(5, kFacilityKernel, kXid79)));  // a kernel whose default level is notice
+  // The same text anywhere but where the message starts: a name in the kernel's report of a crash.
+  EXPECT_FALSE(parse_xid_record(record(6, kFacilityKernel, "a.out[1234]: segfault at 0 ip 000055d0 sp 00007ffc error 4 in " + kXid79 + "[55d0+1000]")));
+  EXPECT_FALSE(parse_xid_record(record(3, kFacilityKernel, "a.out[1234]: segfault at 0 ip 000055d0 sp 00007ffc error 4 in " + kXid79 + "[55d0+1000]")));
+  EXPECT_FALSE(parse_xid_line("[ 1234.5] " + kXid79));
+  EXPECT_FALSE(parse_xid_line(" " + kXid79));
+  // At the start, at a level no XID has (the segfault report's own level).
+  EXPECT_FALSE(parse_xid_record(record(6, kFacilityKernel, kXid79)));
+  EXPECT_FALSE(parse_xid_record(record(7, kFacilityKernel, kXid79)));
+  // Written to /dev/kmsg by user space (root included): LOG_USER, whatever level it claims.
+  EXPECT_FALSE(parse_xid_record(record(3, kFacilityUser, kXid79)));
+  EXPECT_FALSE(parse_xid_record(record(0, kFacilityUser, kXid79)));
+  EXPECT_FALSE(parse_xid_record(record(3, 3, kXid79)));  // LOG_DAEMON
+  // The tap judges the same way.
+  XidCheck check(XidPolicy::defaults(), 60s);
+  EXPECT_EQ(check.take_kernel_log_record(record(6, kFacilityKernel, "x[1]: segfault in " + kXid79)), LineVerdict::not_mine);
+  EXPECT_EQ(check.take_kernel_log_record(record(3, kFacilityUser, kXid79)), LineVerdict::not_mine);
+  EXPECT_EQ(check.judge(XidCheck::Clock::now()).status, Status::ok);
+  EXPECT_EQ(check.take_kernel_log_record(record(4, kFacilityKernel, kXid79)), LineVerdict::new_fault);
+  EXPECT_EQ(check.judge(XidCheck::Clock::now()).code, "GPU-XID-79");
 }
 
 TEST(XidCheck, ARebootXidIsAFaultCallingForAReboot) {

@@ -85,7 +85,7 @@ CheckKind gpu_check_kind() {
     auto xids = std::make_shared<XidCheck>(policy, c.xid_hold, context.state_dir / "gpu_xid.json",
                                            under_root(context.host_root, c.boot_id));
     if (c.events) xids->watch_nvml_events(c.library);
-    context.kernel_line_taps->push_back([xids](const std::string& line) { return xids->take_kernel_log_line(line); });
+    context.kernel_line_taps->push_back([xids](const KernelRecord& record) { return xids->take_kernel_log_record(record); });
     // The GPU check first: its snapshot names each GPU (index, bus id, UUID) for the XID check, which
     // judges after it in the same sweep; the other way round, the first sweep after a restart drained
     // with "XID 79 on 0000:17:00" and no GPU named.

@@ -33,24 +33,30 @@ bool cured_by_reboot(Action a) { return a == Action::reboot || a == Action::rese
 
 }  // namespace
 
-std::optional<XidEvent> parse_xid_line(const std::string& line) {
-  // "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
-  // Every kernel-log line passes here: the regex only runs on lines that can be XIDs.
-  if (line.find("NVRM: Xid") == std::string::npos) return std::nullopt;
-  // RE2: linear in the line, whatever its length (std::regex recursed per character).
+std::optional<XidEvent> parse_xid_line(const std::string& message) {
+  // "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus." (with MIG:
+  // "(PCI:0000:3b:00 GPU-I:05): 94, ..."). Every kernel record passes here: the regex only runs on
+  // messages that can be XIDs. Anchored: the kernel's report of a crashed program holds the file's
+  // name further in, and any user can name a file "NVRM: Xid (PCI:0000:17:00): 79, ...".
+  if (!message.starts_with("NVRM: Xid (PCI:")) return std::nullopt;
+  // RE2: linear in the message, whatever its length (std::regex recursed per character).
   static const re2::RE2 re(R"(NVRM: Xid \(PCI:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})[^)]*\): ([0-9]+)\b)");
   re2::StringPiece m[3];
-  if (!re.Match(line, 0, line.size(), RE2::UNANCHORED, m, 3)) return std::nullopt;
+  if (!re.Match(message, 0, message.size(), RE2::ANCHOR_START, m, 3)) return std::nullopt;
   XidEvent e;
   const char* end = m[2].data() + m[2].size();
   if (auto [ptr, ec] = std::from_chars(m[2].data(), end, e.xid); ec != std::errc() || ptr != end) return std::nullopt;
   e.gpu.assign(m[1].data(), m[1].size());
   for (auto& c : e.gpu) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   e.source = "kernel_log";
-  const auto from = static_cast<std::size_t>(m[0].data() - line.data());
-  e.text = sanitize(std::string_view(line).substr(from), kMaxText);
+  e.text = sanitize(message, kMaxText);
   e.at = XidCheck::Clock::now();
   return e;
+}
+
+std::optional<XidEvent> parse_xid_record(const KernelRecord& record) {
+  if (!record.from_kernel() || record.level > kXidMaxLevel) return std::nullopt;
+  return parse_xid_line(record.text);
 }
 
 XidCheck::XidCheck(XidPolicy policy, std::chrono::seconds hold, std::filesystem::path state_file,
@@ -225,8 +231,8 @@ void XidCheck::load() {
   save_locked();  // records the current boot id
 }
 
-LineVerdict XidCheck::take_kernel_log_line(const std::string& line) {
-  auto e = parse_xid_line(line);
+LineVerdict XidCheck::take_kernel_log_record(const KernelRecord& kernel_record) {
+  auto e = parse_xid_record(kernel_record);
   if (!e) return LineVerdict::not_mine;
   return record(*e) ? LineVerdict::new_fault : LineVerdict::taken;
 }

@@ -1,5 +1,6 @@
 // XID events, from both of their sources: NVML's event set (as they happen) and the kernel log's
-// "NVRM: Xid (PCI:...): N, ..." lines (when NVML cannot deliver: no library, a hung driver). The
+// "NVRM: Xid (PCI:...): N, ..." records (when NVML cannot deliver: no library, a hung driver): the
+// kernel's own, with the driver's prefix where the message starts (collectors/kernel_log_reader.hpp). The
 // same XID on the same GPU from both sources within a few seconds is one event. Only events from now
 // on count: the kernel-log reader starts at the end, NVML delivers only new events.
 //
@@ -22,6 +23,7 @@
 #include "checks/check.hpp"
 #include "checks/check_kind.hpp"
 #include "checks/gpu/xid_policy.hpp"
+#include "collectors/kernel_log_reader.hpp"
 #include "collectors/nvml/nvml_events.hpp"
 
 namespace ar::healthd {
@@ -34,8 +36,18 @@ struct XidEvent {
   std::chrono::system_clock::time_point at;
 };
 
-// The XID a kernel-log line reports, if it is an NVRM Xid line.
-std::optional<XidEvent> parse_xid_line(const std::string& line);
+// The least severe level an NVRM Xid record has: the driver prints it without a level
+// (nv_printf: KERN_CONT), so the kernel gives it the default message level, KERN_WARNING unless the
+// kernel was built or set (kernel.printk's second field) otherwise; notice leaves room for that.
+// A user's text in the kernel's segfault report is KERN_INFO.
+inline constexpr int kXidMaxLevel = kLevelNotice;
+
+// The XID a message reports, if it is an NVRM Xid message: "NVRM: Xid (PCI:...): N, ..." from its
+// first byte (the driver's own prefix; text further in may be anyone's).
+std::optional<XidEvent> parse_xid_line(const std::string& message);
+// The XID a kernel-log record reports: the kernel's own (facility 0), at kXidMaxLevel or more severe,
+// and an NVRM Xid message.
+std::optional<XidEvent> parse_xid_record(const KernelRecord& record);
 
 class XidCheck : public Check {
  public:
@@ -51,9 +63,9 @@ class XidCheck : public Check {
   bool record(const XidEvent& e);
 
   // Its event sources. NVML's event set, watched from start() when a library is given here; the
-  // kernel log's NVRM Xid lines, as a tap for the kernel-log check (checks/check_kind.hpp).
+  // kernel log's NVRM Xid records, as a tap for the kernel-log check (checks/check_kind.hpp).
   void watch_nvml_events(std::string library) { nvml_library_ = std::move(library); }
-  LineVerdict take_kernel_log_line(const std::string& line);
+  LineVerdict take_kernel_log_record(const KernelRecord& kernel_record);
   // The old check's events, repeats not yet saved included.
   void carry_over(Check& previous) override;
   // The code of an XID (GPU-XID- and its number) forgets that XID on every GPU.

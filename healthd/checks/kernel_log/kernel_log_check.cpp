@@ -32,17 +32,38 @@ std::optional<std::string> kernel_log_pattern_error(const std::string& pattern) 
 }
 
 std::vector<KernelLogRule> default_kernel_log_rules() {
-  // GPU XID lines are not here: the XID check takes them (through a kernel-log tap, checks/check_kind.hpp) and judges them by its
-  // policy table, together with the XIDs NVML reports.
+  // GPU XID lines are not here: the XID check takes them (through a kernel-log tap, checks/check_kind.hpp)
+  // and judges them by its policy table, together with the XIDs NVML reports.
+  //
+  // Each rule is anchored at the start of the message, where the driver's own prefix is, and takes
+  // records at the level the driver writes them or more severe (read from each driver's source; see
+  // docs/checks.md). Where a driver writes at crit, alert or emerg, err is allowed too: a kernel that
+  // moves such a message to err still reports the fault, and no user-space text reaches the kernel
+  // log at err or above through the kernel's own reports (segfault and trap reports are info).
   return {
-      {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, ""},
-      {"NEURON-HW-ERR", R"(NEURON_HW_ERR=)", Action::drain, ""},
+      // arch/x86/kernel/cpu/mce/core.c: the records of an error (__print_mce, mce_panic) are
+      // pr_emerg(HW_ERR ...) under pr_fmt "mce: ". "Machine check events logged" is pr_info, written
+      // for corrected errors too: not a fault here.
+      {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, "", true, kLevelErr},
+      // The Neuron runtime reports a hardware error through the driver's printk ioctl
+      // (aws-neuron-driver ncdev_printk: printk(KERN_ERR "%s\n", ...)), the message being the
+      // runtime's text, which may lead with an ISO-8601 time.
+      {"NEURON-HW-ERR", R"((?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(?:Z|[+-][0-9:]+)? )?NEURON_HW_ERR=)", Action::drain, "",
+       true, kLevelErr},
       // The EFA driver (drivers/infiniband/hw/efa) when its device stops answering: admin commands
       // timing out, or the device reporting a fatal error. Transient queue messages are not matched.
-      {"EFA-DRIVER-ERR", R"(\befa [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9]: .*(Admin command (timed out|failed)|[Dd]evice (is in an error state|reset)|[Ff]atal error))",
-       Action::drain, ""},
-      {"FS-IO-ERR", R"((EXT4-fs error|XFS \([^)]*\): (metadata I/O error|Corruption)|Buffer I/O error on dev|LustreError: .*rc = -(5|110)\b))",
-       Action::drain, ""},
+      // dev_err() writes "efa 0000:10:1c.0: ...", ibdev_err() "efa 0000:10:1c.0 efa_0: ...", both KERN_ERR.
+      {"EFA-DRIVER-ERR",
+       R"(efa [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7](?: [^ :]+)?: .*(Admin command (timed out|failed)|[Dd]evice (is in an error state|reset)|[Ff]atal error))",
+       Action::drain, "", true, kLevelErr},
+      // fs/ext4/super.c __ext4_error and friends: printk(KERN_CRIT "EXT4-fs error (device ...".
+      {"FS-IO-ERR", R"(EXT4-fs error)", Action::drain, "", true, kLevelErr},
+      // fs/xfs: xfs_alert (KERN_ALERT) "XFS (dev): metadata I/O error in ..." and "Corruption ...".
+      {"FS-IO-ERR", R"(XFS \([^)]*\): (metadata I/O error|Corruption))", Action::drain, "", true, kLevelErr},
+      // fs/buffer.c buffer_io_error: KERN_ERR; kernels that name the disk (dev_err) lead with "block sda: ".
+      {"FS-IO-ERR", R"((?:block [^ :]+: )?Buffer I/O error on dev)", Action::drain, "", true, kLevelErr},
+      // libcfs: CERROR is KERN_ERR and CEMERG KERN_EMERG, both with the prefix "LustreError: ".
+      {"FS-IO-ERR", R"(LustreError: .*rc = -(5|110)\b)", Action::drain, "", true, kLevelErr},
   };
 }
 
@@ -62,11 +83,16 @@ KernelLogMatcher::~KernelLogMatcher() = default;
 KernelLogMatcher::KernelLogMatcher(KernelLogMatcher&&) noexcept = default;
 KernelLogMatcher& KernelLogMatcher::operator=(KernelLogMatcher&&) noexcept = default;
 
-std::optional<KernelLogFault> KernelLogMatcher::match(const std::string& line) const {
+std::optional<KernelLogFault> KernelLogMatcher::match(const KernelRecord& record) const {
+  // Only the kernel's own records: what user space writes to /dev/kmsg has a facility of 1 or more.
+  if (!record.from_kernel()) return std::nullopt;
+  const auto& line = record.text;
   for (const auto& c : rules_) {
+    if (record.level > c.rule.max_level) continue;
     re2::StringPiece groups[2];
     const int wanted = std::min(1 + c.re->NumberOfCapturingGroups(), 2);
-    if (!c.re->Match(line, 0, line.size(), RE2::UNANCHORED, groups, wanted)) continue;
+    const auto anchor = c.rule.anchored ? RE2::ANCHOR_START : RE2::UNANCHORED;
+    if (!c.re->Match(line, 0, line.size(), anchor, groups, wanted)) continue;
     KernelLogFault f;
     f.code = c.rule.code;
     if (auto pos = f.code.find("$1"); pos != std::string::npos) {
@@ -180,22 +206,31 @@ void KernelLogCheck::load() {
 
 bool KernelLogCheck::poll() {
   std::lock_guard lock(mutex_);
-  auto lines = reader_.read_new();
-  if (!lines) {
-    reader_error_ = lines.error();
+  auto records = reader_.read_new();
+  if (!records) {
+    reader_error_ = records.error();
     return false;
   }
   reader_error_.clear();
   bool new_fault = false;
   auto now = Clock::now();
-  for (const auto& line : *lines) {
-    // Another check's line (an XID) is theirs alone: not matched against the rules as well.
+  for (const auto& record : *records) {
+    ++records_read_;
+    // User space's records (a write to /dev/kmsg is LOG_USER at least) never count, for any rule or tap.
+    if (!record.from_kernel()) {
+      if (not_kernel_++ == 0)
+        spdlog::info("kernel_log: {}: records not from the kernel are ignored (the first: facility {}): only the "
+                     "kernel's own (facility 0) can report a hardware fault",
+                     reader_.path().string(), record.facility);
+      continue;
+    }
+    // Another check's record (an XID) is theirs alone: not matched against the rules as well.
     auto verdict = LineVerdict::not_mine;
     if (taps_)
-      for (auto tap = taps_->begin(); verdict == LineVerdict::not_mine && tap != taps_->end(); ++tap) verdict = (*tap)(line);
+      for (auto tap = taps_->begin(); verdict == LineVerdict::not_mine && tap != taps_->end(); ++tap) verdict = (*tap)(record);
     if (verdict == LineVerdict::new_fault) new_fault = true;
     if (verdict != LineVerdict::not_mine) continue;
-    auto f = matcher_.match(line);
+    auto f = matcher_.match(record);
     if (!f) continue;
     auto it = active_.find(f->code);
     if (it == active_.end() || now - it->second.last_seen > config_.hold) {
@@ -217,7 +252,11 @@ void KernelLogCheck::carry_over(Check& previous) {
   auto* old = dynamic_cast<KernelLogCheck*>(&previous);
   if (old == nullptr || old == this) return;
   std::scoped_lock lock(mutex_, old->mutex_);
-  if (old->reader_.path() == reader_.path()) reader_.swap(old->reader_);
+  if (old->reader_.path() == reader_.path()) {
+    reader_.swap(old->reader_);
+    records_read_ = old->records_read_;
+    not_kernel_ = old->not_kernel_;
+  }
   active_ = old->active_;  // newer than the state file this check loaded: repeats are not saved
   save_locked();
 }
@@ -245,7 +284,10 @@ CheckResult KernelLogCheck::judge(Clock::time_point now) {
     faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines}});
     if (worst == nullptr || f.action > worst->action) worst = &f;
   }
-  r.detail = {{"path", reader_.path().string()}, {"active", faults}};
+  // What was read, so that one can tell the log is read and why a line did not count.
+  nlohmann::json records = {{"read", records_read_}, {"not_kernel", not_kernel_}, {"without_priority", reader_.without_priority()}};
+  if (reader_.last_seq() != 0) records["last_seq"] = reader_.last_seq();
+  r.detail = {{"path", reader_.path().string()}, {"active", faults}, {"records", records}};
   if (worst != nullptr && takes_node_out(worst->action)) {
     r.status = Status::fault;
   } else if (worst != nullptr && worst->action == Action::warn) {

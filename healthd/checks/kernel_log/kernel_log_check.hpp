@@ -1,5 +1,11 @@
-// Hardware faults announced in the kernel log, matched by pattern rules (data, not code): GPU XIDs,
-// machine checks, Neuron hardware errors, filesystem I/O errors, plus the admin's own rules.
+// Hardware faults announced in the kernel log, matched by pattern rules (data, not code): machine
+// checks, Neuron hardware errors, EFA and filesystem I/O errors, plus the admin's own rules; GPU XIDs
+// go to the XID check through a tap.
+//
+// Only the kernel's own records count (facility 0: user space's writes to /dev/kmsg are LOG_USER), at
+// each rule's level or more severe, with the rule's pattern matching where the message starts: any
+// user can put text into the kernel log (the kernel's report of a crashed program names its file, at
+// KERN_INFO), and such text must never drain a node (collectors/kernel_log_reader.hpp).
 //
 // A matched line is an event. The check stays faulty for `hold` after the last matching line and then
 // passes again, so a stale line can never keep a node out forever; repeated faults are the
@@ -59,9 +65,10 @@ class KernelLogMatcher {
   KernelLogMatcher(KernelLogMatcher&&) noexcept;
   KernelLogMatcher& operator=(KernelLogMatcher&&) noexcept;
 
-  // The fault a line reports, if any: code (with $1 replaced by the first capture), message, action.
+  // The fault a record reports, if any: code (with $1 replaced by the first capture), message, action.
+  // Only a record of the kernel's own (facility 0) at a rule's max_level or more severe can match it.
   // Any bytes: code and message come out sanitized and short (they end up in the Slurm reason).
-  std::optional<KernelLogFault> match(const std::string& line) const;
+  std::optional<KernelLogFault> match(const KernelRecord& record) const;
 
  private:
   struct Compiled {
@@ -74,7 +81,8 @@ class KernelLogMatcher {
 class KernelLogCheck : public Check {
  public:
   using Clock = std::chrono::steady_clock;
-  // A consumer of some lines ahead of the rules (GPU XIDs go to the XID check, which owns their policy).
+  // A consumer of some records ahead of the rules (GPU XIDs go to the XID check, which owns their
+  // policy). Only the kernel's own records (facility 0) reach it.
   using LineVerdict = ar::healthd::LineVerdict;
   using LineHook = KernelLineTap;
 
@@ -92,7 +100,7 @@ class KernelLogCheck : public Check {
   void set_line_hook(LineHook hook) { taps_ = std::make_shared<const KernelLineTaps>(KernelLineTaps{std::move(hook)}); }
   void set_line_taps(std::shared_ptr<const KernelLineTaps> taps) { taps_ = std::move(taps); }
 
-  // Reads new lines and records faults; true when a new fault code appeared (so the caller judges the
+  // Reads new records and records faults; true when a new fault code appeared (so the caller judges the
   // node now rather than at the next sweep). Bounded work: called every poll interval.
   bool poll();
 
@@ -116,6 +124,8 @@ class KernelLogCheck : public Check {
   KernelLogReader reader_;
   KernelLogMatcher matcher_;
   std::string reader_error_;
+  std::uint64_t records_read_ = 0;
+  std::uint64_t not_kernel_ = 0;  // records of another facility than the kernel's: ignored
   std::map<std::string, KernelLogFault> active_;
   std::filesystem::path state_file_;
   std::shared_ptr<const KernelLineTaps> taps_;

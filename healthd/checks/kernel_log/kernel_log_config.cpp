@@ -6,12 +6,29 @@
 namespace ar::healthd {
 namespace {
 
+// A syslog level by name ("err", "warning", ...) or number (0-7).
+Parsed<int> read_log_level(const toml::node& n) {
+  static const std::string kWanted = "must be a syslog level: emerg, alert, crit, err, warning, notice, info, debug, or 0-7";
+  if (n.is_integer()) {
+    const auto v = *n.value<std::int64_t>();
+    if (v < 0 || v > 7) return std::unexpected(kWanted);
+    return static_cast<int>(v);
+  }
+  if (!n.is_string()) return std::unexpected(kWanted);
+  const auto name = *n.value<std::string>();
+  if (auto level = parse_log_level(name)) return *level;
+  return std::unexpected(kWanted + ", not " + toml_quote(name));
+}
+
 const KeyTable<KernelLogRule>& rule_keys() {
   static const auto keys = KeyTable<KernelLogRule>()
                                .field("code", &KernelLogRule::code, read_string)
                                .field("pattern", &KernelLogRule::pattern, read_string)
                                .field("message", &KernelLogRule::message, read_string)
                                .field("action", &KernelLogRule::action, read_node_action)
+                               .field("anchored", &KernelLogRule::anchored, read_bool)
+                               .field("max_level", &KernelLogRule::max_level, read_log_level,
+                                      [](int level) { return toml_quote(log_level_name(level)); })
                                .errors_at_key();
   return keys;
 }
