@@ -126,7 +126,10 @@ struct State {
 // moved aside; an unreadable journal stops the start, since losing it could lose an action.
 std::expected<std::unique_ptr<State>, StartupError> open_state(const Config& config) {
   std::error_code ec;
-  std::filesystem::create_directories(config.state_dir, ec);
+  // A directory healthd makes is its own from the start (0700, whatever the umask); one that was there
+  // is checked, and mended with a warning, by secure_state_dir.
+  if (std::filesystem::create_directories(config.state_dir, ec) && !ec)
+    std::filesystem::permissions(config.state_dir, std::filesystem::perms::owner_all, ec);
   if (ec) return std::unexpected(StartupError{1, "state directory " + config.state_dir.string() + ": " + ec.message()});
   if (auto safe = secure_state_dir(config.state_dir); !safe)
     return std::unexpected(StartupError{1, "state directory " + safe.error()});

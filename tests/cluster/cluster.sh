@@ -614,7 +614,7 @@ start_healthd() {
     return 0
   fi
   rm -f "$sock" "$pidfile"
-  mkdir -p "$STATE/$node"
+  mkdir -p -m 0700 "$STATE/$node"
   extra="${AR_HEALTHD_ARGS:-${CLUSTER_HEALTHD_ARGS:-}}"
   local -a envs=()
   local word
