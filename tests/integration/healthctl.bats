@@ -284,7 +284,7 @@ on_pty() { local file=$1; shift; script -qec "$*" /dev/null >"$file" 2>&1 </dev/
   run healthctl_on n1 jobs
   echo "$output" >&3
   [ "$status" -eq 0 ]
-  echo "$output" | grep -Eq "^$job +root +yes "
+  echo "$output" | grep -Eq "^$job +$AR_USER +yes "  # the submitter, an ordinary user
   echo "$output" | head -1 | grep -q USER
   run healthctl_on n1 explain "$job"
   echo "$output" >&3

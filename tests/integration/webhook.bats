@@ -81,7 +81,10 @@ EOF
   inject_fault n1 "$(xid48)"
   wait_until 30 job_running_attempt "$job" 1
   wait_until 30 notice_received drain 'b["node"] == "n1" and b["code"] == "GPU-XID-48" and b["text"].startswith(":rotating_light: healthd on n1: drained")'
-  wait_until 30 notice_received requeue "b['node'] == 'n1' and b['job_id'] == $job and b['user'] == 'root' and b['uid'] == 0 and b['code'] == 'GPU-XID-48' and 'job $job (root)' in b['text']"
+  # The job's owner, the ordinary user who submitted it, by name and uid.
+  local uid
+  uid=$(id -u "$AR_USER")
+  wait_until 30 notice_received requeue "b['node'] == 'n1' and b['job_id'] == $job and b['user'] == '$AR_USER' and b['uid'] == $uid and b['code'] == 'GPU-XID-48' and 'job $job ($AR_USER)' in b['text']"
   cat "$WORK/bodies" >&3
   # the body's time is RFC 3339 UTC with milliseconds
   notice_received requeue '__import__("re").fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", b["time"])'
