@@ -187,9 +187,9 @@ const KeyTable<ServerLimits>& server_keys() {
   return keys;
 }
 
-// "HOST:PORT": HOST an IPv4 address or "localhost", PORT 1-65535. Debian's prometheus-cpp
-// (civetweb) has no IPv6, and parses a bad address such as 999.1.1.1 into another one without an
-// error, so the address is checked here, where the admin is told.
+// "HOST:PORT": HOST an IPv4 address or "localhost", PORT 1-65535. The metrics endpoint
+// (telemetry/metrics_endpoint) listens on IPv4 only, and a bad address such as 999.1.1.1 must not be
+// read as another one, so the address is checked here, where the admin is told.
 Parsed<std::string> read_listen_address(const toml::node& n) {
   auto v = n.is_string() ? *n.value<std::string>() : std::string("\x01");
   if (v.empty()) return v;
