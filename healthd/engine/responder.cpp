@@ -200,7 +200,8 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       drain.reason = drain_reason(*fault, held);
       drain.held = held;
       // The cure: walked step by step once the drain is carried out (actions/cure_actions.cpp). A
-      // chain that starts with a reboot starts with the drain (healthd drains, Slurm reboots, and the node comes back drained for healthd to judge).
+      // chain that starts with a reboot starts with the drain (healthd drains,
+      // Slurm reboots, and the node comes back drained for healthd to judge).
       CureProgress cure;
       cure.chain = cure_chain(policy_.cure, *fault, held);
       cure.gpus = fault->gpus;
