@@ -23,8 +23,8 @@ std::optional<JobFacts> read_job(std::uint32_t job_id) {
   std::optional<JobFacts> facts;
   if (info->record_count > 0) {
     const auto& j = info->job_array[0];
-    facts = JobFacts{j.restart_cnt,       j.user_id,   text(j.batch_host), text(j.nodes), j.num_nodes,
-                     text(j.admin_comment), j.batch_flag != 0, j.requeue != 0};
+    facts = JobFacts{j.restart_cnt,           text(j.batch_host), text(j.nodes),   j.num_nodes,
+                     text(j.admin_comment), j.batch_flag != 0,   j.requeue != 0};
   }
   slurm_free_job_info_msg(info);
   return facts;

@@ -15,7 +15,6 @@ namespace ar::plugin {
 
 struct JobFacts {
   std::uint32_t restart_count = 0;  // Slurm's count of requeues: 0 on the first attempt
-  std::uint32_t user_id = 0;
   std::string batch_host;           // the node of the batch script ("" for a job without one)
   std::string nodes;                // the job's nodes, as a host list expression ("n[1-3]")
   std::uint32_t num_nodes = 0;
