@@ -2,9 +2,7 @@
 
 #include <cstdlib>
 
-extern "C" {
-#include <slurm/slurm.h>
-}
+#include "auto_resume/slurm_series.hpp"
 
 namespace ar::plugin {
 namespace {
@@ -19,7 +17,7 @@ std::string text(const char* s) { return s == nullptr ? std::string() : std::str
 
 std::optional<JobFacts> read_job(std::uint32_t job_id) {
   job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, job_id, kJobRead) != 0 || info == nullptr) return std::nullopt;
+  if (ar::slurm_series::load_job(&info, job_id, kJobRead) != 0 || info == nullptr) return std::nullopt;
   std::optional<JobFacts> facts;
   if (info->record_count > 0) {
     const auto& j = info->job_array[0];
@@ -31,25 +29,14 @@ std::optional<JobFacts> read_job(std::uint32_t job_id) {
 }
 
 bool host_list_holds(const std::string& list, const std::string& node) {
-  hostlist_t hosts = slurm_hostlist_create(list.c_str());
-  if (hosts == nullptr) return false;
-  const bool found = slurm_hostlist_find(hosts, node.c_str()) >= 0;
-  slurm_hostlist_destroy(hosts);
-  return found;
+  return ar::slurm_series::HostList(list).holds(node);
 }
 
 std::optional<std::string> host_at(const std::string& list, std::uint32_t node_id) {
-  hostlist_t hosts = slurm_hostlist_create(list.c_str());
-  if (hosts == nullptr) return std::nullopt;
-  std::optional<std::string> name;
-  for (std::uint32_t i = 0; i <= node_id; ++i) {
-    char* host = slurm_hostlist_shift(hosts);
-    if (host == nullptr) break;
-    if (i == node_id) name = host;
-    std::free(host);
-  }
-  slurm_hostlist_destroy(hosts);
-  return name;
+  ar::slurm_series::HostList hosts(list);
+  for (std::uint32_t i = 0; i < node_id; ++i)
+    if (!hosts.shift()) return std::nullopt;
+  return hosts.shift();
 }
 
 }  // namespace ar::plugin

@@ -13,6 +13,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "auto_resume/slurm_series.hpp"
 #include "process.hpp"
 #include "slurm_records.hpp"
 
@@ -45,10 +46,9 @@ std::optional<SlurmError> init_libslurm() {
   return std::nullopt;
 }
 
-int last_error() {
-  int e = slurm_get_errno();
-  return e != 0 ? e : errno;
-}
+// libslurm reports its errors in errno on every series (22.05's slurm_get_errno() returned errno; 24.11
+// removed it).
+int last_error() { return errno; }
 
 // libslurm's char* fields are not const; the strings are only read for the request.
 char* c_str(const std::string& s) { return const_cast<char*>(s.c_str()); }
@@ -178,7 +178,7 @@ SlurmResult<JobInfo> SlurmApiClient::job(std::uint32_t job_id) {
     job_info_msg_t* msg = nullptr;
     // SHOW_LOCAL: the job runs on this node, so in this cluster; without it libslurm asks slurmctld for
     // the federation first, an RPC more for every read (bench/scale.sh).
-    if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
+    if (slurm_series::load_job(&msg, job_id, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
     SlurmResult<JobInfo> r = std::unexpected(SlurmError(SlurmError::Kind::gone, what + ": no such job", ESLURM_INVALID_JOB_ID));
     // A job array or het job answers several records; healthd asks for plain job ids.
     for (std::uint32_t i = 0; msg && i < msg->record_count; ++i)
@@ -201,7 +201,7 @@ SlurmResult<void> update_node(const std::string& what, const std::string& node, 
   msg.node_state = state;
   if (reason) {
     msg.reason = c_str(*reason);
-    msg.reason_uid = getuid();
+    slurm_series::set_reason_uid(msg, getuid());
   }
   return checked(what, slurm_update_node(&msg));
 }
@@ -229,7 +229,7 @@ SlurmResult<std::string> SlurmApiClient::reboot_program() {
     slurm_conf_t* conf = nullptr;
     if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) return std::unexpected(slurm_error(what, last_error()));
     std::string program = conf && conf->reboot_program ? conf->reboot_program : "";
-    slurm_free_ctl_conf(conf);
+    slurm_series::free_ctl_conf(conf);
     return program;
   });
 }
@@ -272,7 +272,7 @@ SlurmResult<void> SlurmApiClient::reboot(const std::string& node, const std::str
 
 SlurmResult<void> SlurmApiClient::requeue(std::uint32_t job_id) {
   const std::string what = "requeue job " + std::to_string(job_id);
-  return call<void>("requeue", what, [=] { return checked(what, slurm_requeue(job_id, 0)); });
+  return call<void>("requeue", what, [=] { return checked(what, slurm_series::requeue(job_id, 0)); });
 }
 
 SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpdate& u) {
@@ -280,7 +280,7 @@ SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpda
   return call<void>("update_job", what, [=] {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = job_id;
+    slurm_series::set_job_id(d, job_id);
     // 0 would mean "no change"; a time past is replaced by slurmctld's own now.
     if (u.begin) d.begin_time = *u.begin > 0 ? *u.begin : 1;
     if (u.priority) d.priority = *u.priority;
@@ -298,14 +298,14 @@ SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpda
 
 SlurmResult<void> SlurmApiClient::cancel(std::uint32_t job_id) {
   const std::string what = "cancel job " + std::to_string(job_id);
-  return call<void>("kill_job", what, [=] { return checked(what, slurm_kill_job(job_id, SIGKILL, 0)); });
+  return call<void>("kill_job", what, [=] { return checked(what, slurm_series::kill_job(job_id, SIGKILL, 0)); });
 }
 
 SlurmResult<std::vector<StepInfo>> SlurmApiClient::job_steps(std::uint32_t job_id) {
   const std::string what = "load the steps of job " + std::to_string(job_id);
   return call<std::vector<StepInfo>>("load_steps", what, [job_id, what]() -> SlurmResult<std::vector<StepInfo>> {
     job_step_info_response_msg_t* msg = nullptr;
-    if (slurm_get_job_steps(0, job_id, NO_VAL, &msg, SHOW_ALL) != SLURM_SUCCESS)
+    if (slurm_series::load_job_steps(job_id, &msg, SHOW_ALL) != SLURM_SUCCESS)
       return std::unexpected(slurm_error(what, last_error()));
     std::vector<StepInfo> steps;
     for (std::uint32_t i = 0; msg && i < msg->job_step_count; ++i)
@@ -317,7 +317,7 @@ SlurmResult<std::vector<StepInfo>> SlurmApiClient::job_steps(std::uint32_t job_i
 
 SlurmResult<void> SlurmApiClient::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   const std::string what = "kill step " + std::to_string(job_id) + "." + std::to_string(step_id);
-  return call<void>("kill_step", what, [=] { return checked(what, slurm_kill_job_step(job_id, step_id, SIGKILL)); });
+  return call<void>("kill_step", what, [=] { return checked(what, slurm_series::kill_step(job_id, step_id, SIGKILL)); });
 }
 
 SlurmResult<void> SlurmApiClient::signal_job(std::uint32_t job_id, const std::string& signal) {
@@ -327,9 +327,9 @@ SlurmResult<void> SlurmApiClient::signal_job(std::uint32_t job_id, const std::st
   // The steps' tasks, then the batch shell alone: every process of the job sees it once. (Signalling
   // the batch shell's whole tree would reach srun too, which forwards it: the tasks would get it twice.)
   return call<void>("signal_job", what, [=]() -> SlurmResult<void> {
-    if (auto r = checked(what + " (steps)", slurm_kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_STEPS_ONLY)); !r)
+    if (auto r = checked(what + " (steps)", slurm_series::kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_STEPS_ONLY)); !r)
       return r;
-    return checked(what + " (batch script)", slurm_kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_JOB_BATCH));
+    return checked(what + " (batch script)", slurm_series::kill_job(job_id, static_cast<std::uint16_t>(sig), KILL_JOB_BATCH));
   });
 }
 

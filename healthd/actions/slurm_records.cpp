@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "auto_resume/slurm_series.hpp"
+
 namespace ar::healthd {
 namespace {
 
@@ -104,13 +106,8 @@ StepInfo to_step_info(const job_step_info_t& step) {
 std::vector<std::string> expand_hostlist(const std::string& list) {
   std::vector<std::string> names;
   if (list.empty()) return names;
-  hostlist_t hl = slurm_hostlist_create(list.c_str());
-  if (hl == nullptr) return names;
-  while (char* name = slurm_hostlist_shift(hl)) {
-    names.emplace_back(name);
-    std::free(name);  // slurm_hostlist_shift's strings are malloc'd
-  }
-  slurm_hostlist_destroy(hl);
+  slurm_series::HostList hosts(list);
+  while (auto name = hosts.shift()) names.push_back(std::move(*name));
   return names;
 }
 

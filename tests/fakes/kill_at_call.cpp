@@ -24,9 +24,10 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-#include <slurm/slurm.h>
-}
+#include "auto_resume/slurm_series.hpp"
+
+using ar::slurm_series::JobRef;
+using ar::slurm_series::job_number;
 
 namespace {
 
@@ -154,9 +155,10 @@ std::string node_state_word(std::uint32_t s) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int slurm_load_job(job_info_msg_t** resp, uint32_t job_id, uint16_t show_flags) {
-  Call c("load_job " + std::to_string(job_id));
-  int rc = real<int (*)(job_info_msg_t**, uint32_t, uint16_t)>("slurm_load_job")(resp, job_id, show_flags);
+// Each in the signature of the series built against (JobRef: see slurm_series.hpp).
+__attribute__((visibility("default"))) int slurm_load_job(job_info_msg_t** resp, JobRef job, uint16_t show_flags) {
+  Call c("load_job " + std::to_string(job_number(job)));
+  int rc = real<int (*)(job_info_msg_t**, JobRef, uint16_t)>("slurm_load_job")(resp, job, show_flags);
   c.after();
   return rc;
 }
@@ -191,7 +193,7 @@ __attribute__((visibility("default"))) int slurm_update_node(update_node_msg_t* 
 }
 
 __attribute__((visibility("default"))) int slurm_update_job(job_desc_msg_t* d) {
-  std::string what = "update_job jobid=" + std::to_string(d->job_id);
+  std::string what = "update_job jobid=" + std::to_string(ar::slurm_series::job_id_of(*d));
   if (d->begin_time) what += " starttime=" + std::to_string(d->begin_time);
   if (d->priority != NO_VAL) what += " priority=" + std::to_string(d->priority);
   if (d->admin_comment) what += std::string(" admincomment=") + d->admin_comment;
@@ -201,16 +203,16 @@ __attribute__((visibility("default"))) int slurm_update_job(job_desc_msg_t* d) {
   return rc;
 }
 
-__attribute__((visibility("default"))) int slurm_requeue(uint32_t job_id, uint32_t flags) {
-  Call c("requeue " + std::to_string(job_id) + " ");
-  int rc = real<int (*)(uint32_t, uint32_t)>("slurm_requeue")(job_id, flags);
+__attribute__((visibility("default"))) int slurm_requeue(JobRef job, uint32_t flags) {
+  Call c("requeue " + std::to_string(job_number(job)) + " ");
+  int rc = real<int (*)(JobRef, uint32_t)>("slurm_requeue")(job, flags);
   c.after();
   return rc;
 }
 
-__attribute__((visibility("default"))) int slurm_kill_job(uint32_t job_id, uint16_t signal, uint16_t flags) {
-  Call c("kill_job " + std::to_string(job_id) + " signal=" + std::to_string(signal) + " flags=" + std::to_string(flags));
-  int rc = real<int (*)(uint32_t, uint16_t, uint16_t)>("slurm_kill_job")(job_id, signal, flags);
+__attribute__((visibility("default"))) int slurm_kill_job(JobRef job, uint16_t signal, uint16_t flags) {
+  Call c("kill_job " + std::to_string(job_number(job)) + " signal=" + std::to_string(signal) + " flags=" + std::to_string(flags));
+  int rc = real<int (*)(JobRef, uint16_t, uint16_t)>("slurm_kill_job")(job, signal, flags);
   c.after();
   return rc;
 }
