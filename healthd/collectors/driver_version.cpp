@@ -31,7 +31,12 @@ std::string release_name(std::span<const unsigned> release) {
   std::size_t n = release.size();
   while (n > 2 && release[n - 1] == 0) --n;
   std::string out;
-  for (std::size_t i = 0; i < n; ++i) out += (i ? "." : "") + std::to_string(release[i]);
+  // Appended piece by piece: `"." + std::to_string(...)` inserts at the front of a temporary, where
+  // GCC 12 at -O3 reports a false -Wrestrict inside libstdc++ (a plain Release build stopped on it).
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i != 0) out += '.';
+    out += std::to_string(release[i]);
+  }
   return out;
 }
 
