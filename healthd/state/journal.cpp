@@ -219,15 +219,14 @@ std::expected<void, std::string> Journal::retry_later(std::uint64_t id, const st
   return save();
 }
 
-std::expected<void, std::string> Journal::wait_until(std::uint64_t id, WallTime at, const std::string& why) {
+void Journal::wait_until(std::uint64_t id, WallTime at, const std::string& why) {
   for (auto& e : pending_)
     if (e.id == id) {
       e.next_try = at;
       e.last_error = why;
     }
   // A wait changes nothing that a restart needs (it would wait again): no write, so polling a job
-  // that leaves COMPLETING every few tens of milliseconds costs no fsync.
-  return {};
+  // that leaves COMPLETING every few tens of milliseconds costs no fsync, and nothing can fail.
 }
 
 std::expected<void, std::string> Journal::advance(std::uint64_t id, RequeueStep step) {

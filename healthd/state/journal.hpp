@@ -125,7 +125,7 @@ class Journal {
   // Records a failed try; the next one waits longer (2 s doubling to 60 s).
   std::expected<void, std::string> retry_later(std::uint64_t id, const std::string& error, WallTime now);
   // Not a failure: the action waits for something (a drain to land, a job to leave COMPLETING).
-  std::expected<void, std::string> wait_until(std::uint64_t id, WallTime at, const std::string& why);
+  void wait_until(std::uint64_t id, WallTime at, const std::string& why);
   // A requeue moved on to its next step (saved before that step's Slurm call).
   std::expected<void, std::string> advance(std::uint64_t id, RequeueStep step);
   // Whether everything in memory is on disk. Saves the journal again when it is not.
