@@ -141,8 +141,15 @@ inline bool boolean(const nlohmann::json& obj, const std::string& key) {
   return v.get<bool>();
 }
 
-// obj[key] as an array (to walk with the readers above, naming elements "key[i]").
-inline const nlohmann::json& array(const nlohmann::json& obj, const std::string& key) {
+// obj[key] as an array (to walk with the readers above, naming elements "key[i]"). The reference is
+// into obj, never into key: GCC 14+ cannot tell, and warns (-Wdangling-reference) where the key is a
+// temporary string; no_dangling (GCC 14) says so to it. Older GCC and clang do not know the attribute.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 14
+#define AR_NO_DANGLING [[gnu::no_dangling]]
+#else
+#define AR_NO_DANGLING
+#endif
+AR_NO_DANGLING inline const nlohmann::json& array(const nlohmann::json& obj, const std::string& key) {
   const auto& v = detail::field(obj, key);
   if (!v.is_array()) throw StateFieldError("key '" + key + "': must be an array, not " + detail::show(v));
   return v;

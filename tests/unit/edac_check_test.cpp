@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "result_area.hpp"
+
 #include "checks/edac/edac_check.hpp"
 #include "checks/edac/edac_config.hpp"
 #include "checks/registry.hpp"
@@ -59,11 +61,7 @@ void healthy_host(const ar::test::FakeTree& t) {
 
 void set(const ar::test::FakeTree& t, const std::string& rel, std::uint64_t v) { t.write(kMc + rel, std::to_string(v) + "\n"); }
 
-const CheckResult& area(const std::vector<CheckResult>& rs, const std::string& check) {
-  for (const auto& r : rs)
-    if (r.check == check) return r;
-  throw std::runtime_error("no result for " + check);
-}
+using ar::test::area;
 
 EdacConfig limit(std::uint64_t max_rise, std::chrono::seconds window = 3600s) {
   EdacConfig c;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "result_area.hpp"
+
 #include "checks/efa/efa_check.hpp"
 #include "collectors/efa_sysfs.hpp"
 #include "fake_tree.hpp"
@@ -23,11 +25,7 @@ void set_counter(const ar::test::FakeTree& t, const std::string& dev, const std:
   t.write(kIb + dev + "/ports/1/hw_counters/" + name, std::to_string(v) + "\n");
 }
 
-const CheckResult& area(const std::vector<CheckResult>& rs, const std::string& check) {
-  for (const auto& r : rs)
-    if (r.check == check) return r;
-  throw std::runtime_error("no result for " + check);
-}
+using ar::test::area;
 
 EfaDevice efa_device(std::string name, std::vector<EfaPort> ports) {
   EfaDevice d;

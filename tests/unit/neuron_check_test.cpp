@@ -2,6 +2,8 @@
 // cites the source of every path).
 #include <gtest/gtest.h>
 
+#include "result_area.hpp"
+
 #include "checks/neuron/neuron_check.hpp"
 #include "collectors/neuron_layout.hpp"
 #include "collectors/neuron_sysfs.hpp"
@@ -16,11 +18,7 @@ using ar::test::set_driver_version;
 
 namespace {
 
-const CheckResult& area(const std::vector<CheckResult>& rs, const std::string& check) {
-  for (const auto& r : rs)
-    if (r.check == check) return r;
-  throw std::runtime_error("no result for " + check);
-}
+using ar::test::area;
 
 std::vector<CheckResult> run(const ar::test::FakeTree& t, std::uint32_t expected, NeuronConfig c = {}) {
   c.expected_devices = expected;

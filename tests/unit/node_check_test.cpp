@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "result_area.hpp"
+
 #include "checks/node/node_check.hpp"
 #include "collectors/node_info.hpp"
 #include "collectors/sysfs_read.hpp"
@@ -8,11 +10,7 @@
 using namespace ar::healthd;
 
 namespace {
-const CheckResult& area(const std::vector<CheckResult>& rs, const std::string& check) {
-  for (const auto& r : rs)
-    if (r.check == check) return r;
-  throw std::runtime_error("no result for " + check);
-}
+using ar::test::area;
 
 NodeSnapshot healthy() {
   NodeSnapshot s;
