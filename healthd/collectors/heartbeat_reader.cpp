@@ -24,7 +24,7 @@ FileTime mtime_of(const struct stat& st) {
                                                                   std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
 }
 
-std::string errno_text(const std::string& path, int err) { return path + ": " + std::strerror(err); }
+std::string with_errno(const std::string& path, int err) { return path + ": " + std::strerror(err); }
 
 struct FdCloser {
   int fd;
@@ -105,13 +105,13 @@ HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime n
   // there: a FIFO cannot block, a device is never touched.
   const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0) {
-    if (errno != ENOENT && errno != ENOTDIR) r.error = errno_text(path, errno);
+    if (errno != ENOENT && errno != ENOTDIR) r.error = with_errno(path, errno);
     return r;  // not there (yet)
   }
   FdCloser close_fd{fd};
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
-    r.error = errno_text(path, errno);
+    r.error = with_errno(path, errno);
     return r;
   }
   r.found = true;
@@ -134,12 +134,12 @@ HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime n
   // list is an error, never one that does not move.
   const int dfd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
-    r.error = errno_text(path, errno);
+    r.error = with_errno(path, errno);
     return r;
   }
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(dfd), ::closedir);
   if (!dir) {
-    r.error = errno_text(path, errno);
+    r.error = with_errno(path, errno);
     ::close(dfd);
     return r;
   }
@@ -148,7 +148,7 @@ HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime n
     errno = 0;
     const dirent* entry = ::readdir(dir.get());
     if (entry == nullptr) {
-      if (errno != 0) r.error = errno_text(path, errno);
+      if (errno != 0) r.error = with_errno(path, errno);
       break;
     }
     const std::string_view name = entry->d_name;
@@ -161,7 +161,7 @@ HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime n
     struct stat est{};
     if (::fstatat(::dirfd(dir.get()), entry->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;  // removed since it was listed
-      r.error = errno_text(path + "/" + std::string(name), errno);
+      r.error = with_errno(path + "/" + std::string(name), errno);
       r.newest.reset();
       return r;
     }

@@ -58,7 +58,7 @@ const std::vector<InstanceProfile>& builtin_profiles() {
 }
 
 namespace {
-std::string where(const std::string& source, const toml::source_region& r) {
+std::string profile_where(const std::string& source, const toml::source_region& r) {
   return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);
 }
 }  // namespace
@@ -68,24 +68,24 @@ std::expected<std::vector<InstanceProfile>, std::string> parse_profiles(std::str
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    return std::unexpected(where(source, e.source()) + ": " + std::string(e.description()));
+    return std::unexpected(profile_where(source, e.source()) + ": " + std::string(e.description()));
   }
   std::vector<InstanceProfile> out;
   for (const auto& [top_key, top] : root) {
     if (top_key.str() != "profile" || !top.is_table())
-      return std::unexpected(where(source, top_key.source()) + ": unknown key '" + std::string(top_key.str()) +
+      return std::unexpected(profile_where(source, top_key.source()) + ": unknown key '" + std::string(top_key.str()) +
                              "' (a profile file holds [profile.\"<instance type>\"] tables)");
     for (const auto& [name_key, node] : *top.as_table()) {
       const auto* t = node.as_table();
       if (t == nullptr)
-        return std::unexpected(where(source, name_key.source()) + ": profile '" + std::string(name_key.str()) + "' must be a table");
+        return std::unexpected(profile_where(source, name_key.source()) + ": profile '" + std::string(name_key.str()) + "' must be a table");
       InstanceProfile prof;
       prof.name = std::string(name_key.str());
       prof.source = source;
       for (const auto& [k, v] : *t) {
         const std::string key(k.str());
         auto fail = [&](const std::string& what) {
-          return std::unexpected(where(source, k.source()) + ": key '" + key + "' in profile '" + prof.name + "' " + what);
+          return std::unexpected(profile_where(source, k.source()) + ": key '" + key + "' in profile '" + prof.name + "' " + what);
         };
         if (key == "source") {
           if (!v.is_string()) return fail("must be a string");
@@ -105,7 +105,7 @@ std::expected<std::vector<InstanceProfile>, std::string> parse_profiles(std::str
            : key == "efa_devices"     ? prof.efa_devices
                                       : prof.cpus) = n;
         } else {
-          return std::unexpected(where(source, k.source()) + ": unknown key '" + key + "' in profile '" + prof.name +
+          return std::unexpected(profile_where(source, k.source()) + ": unknown key '" + key + "' in profile '" + prof.name +
                                  "' (known: cpus, efa_devices, gpus, memory_gib, neuron_devices, nvlinks_per_gpu, source)");
         }
       }

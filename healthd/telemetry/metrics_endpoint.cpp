@@ -19,7 +19,10 @@
 #include "server/log_budget.hpp"
 
 namespace ar::healthd {
-namespace {
+// Named, not anonymous: MetricsEndpoint::Impl (declared in the header, so of external linkage) is a
+// Server, and a class of external linkage may not have a base of internal linkage (GCC
+// -Wsubobject-linkage, which it reports once this file is compiled in a unity batch).
+namespace metrics_endpoint_detail {
 
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
@@ -60,7 +63,7 @@ constexpr Answer kNotFound{404, "Not Found", "this endpoint serves /metrics only
 constexpr Answer kMethod{405, "Method Not Allowed", "this endpoint answers GET only\n"};
 constexpr Answer kTimeout{408, "Request Timeout", "the request did not arrive in time\n"};
 constexpr Answer kTooLarge{431, "Request Header Fields Too Large", "the request head is over its size limit\n"};
-constexpr Answer kVersion{505, "HTTP Version Not Supported", "this endpoint speaks HTTP/1.0 and HTTP/1.1\n"};
+constexpr Answer kBadVersion{505, "HTTP Version Not Supported", "this endpoint speaks HTTP/1.0 and HTTP/1.1\n"};
 constexpr Answer kInternal{500, "Internal Server Error", "the metrics could not be serialised\n"};
 
 // What a complete request head asks for, judged on its form alone: every byte is a stranger's.
@@ -88,7 +91,7 @@ Answer judge(std::string_view head) {
   if (version.size() != 8 || !version.starts_with("HTTP/") || !std::isdigit(static_cast<unsigned char>(version[5])) ||
       version[6] != '.' || !std::isdigit(static_cast<unsigned char>(version[7])))
     return kBadRequest;
-  if (version[5] != '1') return kVersion;
+  if (version[5] != '1') return kBadVersion;
   // Headers are not used, but a head with a line that is no header is no HTTP.
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const auto colon = lines[i].find(':');
@@ -337,11 +340,11 @@ void Server::back_off(int error) {
   });
 }
 
-std::string errno_text(const char* step) { return std::string(step) + ": " + std::strerror(errno); }
+std::string errno_words(const char* step) { return std::string(step) + ": " + std::strerror(errno); }
 
-}  // namespace
+}  // namespace metrics_endpoint_detail
 
-struct MetricsEndpoint::Impl : Server {
+struct MetricsEndpoint::Impl : metrics_endpoint_detail::Server {
   using Server::Server;
 };
 
@@ -353,7 +356,7 @@ std::expected<std::unique_ptr<MetricsEndpoint>, std::string> MetricsEndpoint::op
   // Opened here rather than by asio, which creates sockets without SOCK_CLOEXEC: no child started
   // by another thread can inherit the listener.
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return std::unexpected(errno_text("socket"));
+  if (fd < 0) return std::unexpected(metrics_endpoint_detail::errno_words("socket"));
   const int on = 1;
   // A restarted healthd binds its port again at once, whatever connections of the last one linger.
   (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
@@ -367,13 +370,13 @@ std::expected<std::unique_ptr<MetricsEndpoint>, std::string> MetricsEndpoint::op
   else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0)
     failed = "getsockname";
   if (failed != nullptr) {
-    auto error = errno_text(failed);
+    auto error = metrics_endpoint_detail::errno_words(failed);
     ::close(fd);
     return std::unexpected(std::move(error));
   }
   impl->port = ntohs(bound.sin_port);
   asio::error_code ec;
-  impl->acceptor.assign(tcp::v4(), fd, ec);
+  impl->acceptor.assign(asio::ip::tcp::v4(), fd, ec);
   if (ec) {
     ::close(fd);
     return std::unexpected("listen: " + ec.message());

@@ -14,7 +14,7 @@ using namespace ar::healthd;
 using namespace std::chrono_literals;
 
 namespace {
-nlohmann::json read(const std::filesystem::path& f) { return nlohmann::json::parse(std::ifstream(f)); }
+nlohmann::json read_state(const std::filesystem::path& f) { return nlohmann::json::parse(std::ifstream(f)); }
 void write(const std::filesystem::path& f, const nlohmann::json& j) { std::ofstream(f, std::ios::trunc) << j.dump(); }
 
 XidEvent xid_event(unsigned xid, XidCheck::Clock::time_point at, std::string gpu) {
@@ -37,7 +37,7 @@ TEST(CheckState, XidStateWithNumbersOutOfRangeIsRefusedWhole) {
       check.record(xid_event(8, now, "0000:19:00"));
       check.record(xid_event(79, now, "0000:18:00"));
     }
-    auto j = read(dir / "xid.json");
+    auto j = read_state(dir / "xid.json");
     ASSERT_EQ(j.at("tracked").size(), 2u);
     j["tracked"][1][key] = value;  // the second entry is damaged: the first must not be kept either
     write(dir / "xid.json", j);
@@ -53,7 +53,7 @@ TEST(CheckState, XidEventTimesOutOfRangeAreRefused) {
     XidCheck check(XidPolicy::defaults(), 600s, dir / "xid.json");
     check.record(xid_event(79, now, "0000:18:00"));
   }
-  auto j = read(dir / "xid.json");
+  auto j = read_state(dir / "xid.json");
   j["tracked"][0]["events_ms"] = {1.5e300};
   write(dir / "xid.json", j);
   XidCheck restarted(XidPolicy::defaults(), 600s, dir / "xid.json");
@@ -75,7 +75,7 @@ TEST(CheckState, KernelLogStateWithNumbersOutOfRangeIsRefusedWhole) {
           << "<0>mce: [Hardware Error]: x\n<2>EXT4-fs error (device nvme1n1): ext4_find_entry\n";
       ASSERT_TRUE(check.poll());
     }
-    auto j = read(dir / "state.json");
+    auto j = read_state(dir / "state.json");
     ASSERT_EQ(j.at("active").size(), 2u);
     j["active"][1][key] = value;
     write(dir / "state.json", j);

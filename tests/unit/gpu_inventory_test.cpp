@@ -18,22 +18,22 @@ using json = nlohmann::json;
 namespace {
 
 // The fake NVML's scenario for this test, as nvml_collector_test.cpp sets it.
-struct Scenario {
+struct InventoryScenario {
   ar::test::TempDir dir;
   std::filesystem::path file = dir / "nvml.json";
-  explicit Scenario(const std::string& text) {
+  explicit InventoryScenario(const std::string& text) {
     std::ofstream(dir / "nvml.json.tmp") << text;
     std::filesystem::rename(dir / "nvml.json.tmp", file);
     ::setenv("FAKE_NVML_SCENARIO", file.c_str(), 1);
   }
-  ~Scenario() {
+  ~InventoryScenario() {
     ::unsetenv("FAKE_NVML_SCENARIO");
     std::filesystem::remove(file);
   }
 };
 
 std::vector<CheckResult> gpu_results(const std::string& scenario, GpuThresholds t = {}) {
-  Scenario s(scenario);
+  InventoryScenario s(scenario);
   GpuCheck check(FAKE_NVML_PATH, t, 5s, nullptr);
   return check.run();
 }

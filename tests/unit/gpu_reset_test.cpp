@@ -20,8 +20,8 @@ struct ResetBench {
   std::filesystem::path seen = dir / "argv";
   CureConfig config;
   GpuInspector inspect = [](const std::string& bus) { return collect_one_gpu(FAKE_NVML_PATH, bus); };
-  explicit ResetBench(const std::string& json) {
-    std::ofstream(scenario) << json;
+  explicit ResetBench(const std::string& scenario_json) {
+    std::ofstream(scenario) << scenario_json;
     ::setenv("FAKE_NVML_SCENARIO", scenario.c_str(), 1);
     // The reset program: writes its argv to a file, exits with $1.
     auto script = dir / "reset.sh";

@@ -21,7 +21,7 @@ using namespace ar::healthctl;
 
 namespace {
 
-constexpr std::int64_t kNow = 1795961002000;  // 2026-11-29 14:03:22 UTC
+constexpr std::int64_t kPartsNow = 1795961002000;  // 2026-11-29 14:03:22 UTC
 
 using ar::test::ZoneGuard;
 
@@ -198,26 +198,26 @@ TEST(HealthctlText, ShortenPathKeepsItsEnd) {
 
 TEST(HealthctlClock, WhenIsAnAgeTodayATimeElseADate) {
   ZoneGuard utc("UTC");
-  EXPECT_EQ(when(kNow - 12000, kNow), "12s ago");
-  EXPECT_EQ(when(kNow - 5 * 60000, kNow), "5m ago");
-  EXPECT_EQ(when(kNow - 2 * 3600000, kNow), "12:03:22");
-  EXPECT_EQ(when(kNow - 15 * 3600000, kNow), "11-28 23:03:22");
-  EXPECT_EQ(when(kNow - 15 * 3600000, kNow, /*full_date=*/true), "2026-11-28 23:03:22");
-  EXPECT_EQ(when(0, kNow), "-");
-  EXPECT_EQ(local_datetime(kNow + 7, true), "2026-11-29 14:03:22.007");
-  EXPECT_EQ(utc_offset(kNow), "+00:00");
+  EXPECT_EQ(when(kPartsNow - 12000, kPartsNow), "12s ago");
+  EXPECT_EQ(when(kPartsNow - 5 * 60000, kPartsNow), "5m ago");
+  EXPECT_EQ(when(kPartsNow - 2 * 3600000, kPartsNow), "12:03:22");
+  EXPECT_EQ(when(kPartsNow - 15 * 3600000, kPartsNow), "11-28 23:03:22");
+  EXPECT_EQ(when(kPartsNow - 15 * 3600000, kPartsNow, /*full_date=*/true), "2026-11-28 23:03:22");
+  EXPECT_EQ(when(0, kPartsNow), "-");
+  EXPECT_EQ(local_datetime(kPartsNow + 7, true), "2026-11-29 14:03:22.007");
+  EXPECT_EQ(utc_offset(kPartsNow), "+00:00");
 }
 
 TEST(HealthctlClock, TodayIsTheLocalDay) {
   ZoneGuard tokyo("Asia/Tokyo");  // 23:03:22 there: 10 h earlier is still today
-  EXPECT_EQ(when(kNow - 10 * 3600000, kNow), "13:03:22");
-  EXPECT_EQ(utc_offset(kNow), "+09:00");
+  EXPECT_EQ(when(kPartsNow - 10 * 3600000, kPartsNow), "13:03:22");
+  EXPECT_EQ(utc_offset(kPartsNow), "+09:00");
 }
 
 TEST(HealthctlClock, AgesAndSpans) {
-  EXPECT_EQ(age(kNow - 3 * 3600000, kNow), "3h ago");
-  EXPECT_EQ(age(kNow - 50 * 3600000, kNow), "2d ago");
-  EXPECT_EQ(age(kNow + 60000, kNow), "in the future");
+  EXPECT_EQ(age(kPartsNow - 3 * 3600000, kPartsNow), "3h ago");
+  EXPECT_EQ(age(kPartsNow - 50 * 3600000, kPartsNow), "2d ago");
+  EXPECT_EQ(age(kPartsNow + 60000, kPartsNow), "in the future");
   EXPECT_EQ(span(45), "45s");
   EXPECT_EQ(span(725), "12m 05s");
   EXPECT_EQ(span(93784), "1d 02h");

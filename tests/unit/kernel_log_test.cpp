@@ -271,9 +271,9 @@ TEST(KernelLogCheck, InvalidUtf8InALineIsEscapedAndTheResultDumps) {
   auto r = check.run().at(0);
   EXPECT_EQ(r.code, "KMSG-MCE");
   EXPECT_EQ(r.message, R"(mce: [Hardware Error]: bad \xff\xfe)");
-  std::string json;
-  ASSERT_NO_THROW(json = dumped(r));
-  EXPECT_NE(json.find(R"(bad \\xff\\xfe)"), std::string::npos) << json;
+  std::string text;
+  ASSERT_NO_THROW(text = dumped(r));
+  EXPECT_NE(text.find(R"(bad \\xff\\xfe)"), std::string::npos) << text;
   // The fault was written to the state file (its dump did not throw either) and survives a restart.
   KernelLogCheck again(f.config, f.dir.path(), f.dir / "state.json");
   EXPECT_EQ(again.run().at(0).message, r.message);

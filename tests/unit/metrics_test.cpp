@@ -118,14 +118,14 @@ json status_with(std::initializer_list<json> checks, bool faulty = false, const 
 }
 
 // The fake NVML's scenario for this test (tests/fakes/README.md).
-struct Scenario {
+struct MetricsScenario {
   ar::test::TempDir dir;
-  explicit Scenario(const std::string& text) {
+  explicit MetricsScenario(const std::string& text) {
     std::ofstream(dir / "nvml.json.tmp") << text;
     std::filesystem::rename(dir / "nvml.json.tmp", dir / "nvml.json");
     ::setenv("FAKE_NVML_SCENARIO", (dir / "nvml.json").c_str(), 1);
   }
-  ~Scenario() {
+  ~MetricsScenario() {
     ::unsetenv("FAKE_NVML_SCENARIO");
     std::filesystem::remove(dir / "nvml.json");
   }
@@ -133,7 +133,7 @@ struct Scenario {
 
 // The GPU check's results, as JSON in the engine's status, for the fake's `scenario`.
 json gpu_checks(const std::string& scenario) {
-  Scenario s(scenario);
+  MetricsScenario s(scenario);
   GpuCheck check(FAKE_NVML_PATH, GpuThresholds{}, 5s, nullptr);
   json out = json::array();
   for (const auto& r : check.run()) out.push_back(r.to_json());

@@ -21,7 +21,7 @@ Notice notice(NoticeKind kind, std::uint32_t job, std::string code, std::string 
 }
 
 TEST(NoticeLog, ARequeueIsOneWarningNamingNodeJobOwnerCodeAndAction) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   NoticeLog sink;
   auto n = notice(NoticeKind::requeue, 42, "GPU-XID-79", "requeue", "requeued after attempt 0");
   n.uid = 1000;
@@ -31,7 +31,7 @@ TEST(NoticeLog, ARequeueIsOneWarningNamingNodeJobOwnerCodeAndAction) {
 }
 
 TEST(NoticeLog, WhatBringsANodeOrAJobBackIsInfoAndANodeNoticeHasNoJob) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   NoticeLog sink;
   sink.notify(notice(NoticeKind::node_returned, 0, "GPU-XID-79", "resume", "healthy again"));
   sink.notify(notice(NoticeKind::resumed, 42, "", "", "running again"));
@@ -41,14 +41,14 @@ TEST(NoticeLog, WhatBringsANodeOrAJobBackIsInfoAndANodeNoticeHasNoJob) {
 }
 
 TEST(NoticeLog, AnIncidentIsLeftToTheResponderThatFoundIt) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   NoticeLog sink;
   sink.notify(notice(NoticeKind::incident, 42, "GPU-XID-79", "drain", "fault"));
   EXPECT_EQ(log.lines(), 0u);
 }
 
 TEST(NoticeLog, HostileTextIsLoggedAsTextNeverAsAFormat) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   NoticeLog sink;
   sink.notify(notice(NoticeKind::drain, 0, "KMSG-{}", "drain", "{:>999999999} %s%n {0}"));
   EXPECT_EQ(log.text(), "[warning] decision: drain node n1 job - code KMSG-{} action drain: {:>999999999} %s%n {0}\n");

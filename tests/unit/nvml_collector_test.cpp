@@ -17,17 +17,17 @@ using namespace ar::healthd;
 using namespace std::chrono_literals;
 
 namespace {
-struct Scenario {
+struct CollectorScenario {
   ar::test::TempDir dir;
   std::filesystem::path file = dir / "nvml.json";
-  explicit Scenario(const std::string& json = "{}") {
-    write(json);
+  explicit CollectorScenario(const std::string& scenario_json = "{}") {
+    write(scenario_json);
     ::setenv("FAKE_NVML_SCENARIO", file.c_str(), 1);
   }
-  ~Scenario() { std::filesystem::remove(file); }  // releases any call still hung in the fake
-  void write(const std::string& json) {
+  ~CollectorScenario() { std::filesystem::remove(file); }  // releases any call still hung in the fake
+  void write(const std::string& scenario_json) {
     auto tmp = dir / "nvml.json.tmp";
-    std::ofstream(tmp) << json;
+    std::ofstream(tmp) << scenario_json;
     std::filesystem::rename(tmp, file);
   }
 };
@@ -39,7 +39,7 @@ const CheckResult* find(const std::vector<CheckResult>& rs, const std::string& c
 }  // namespace
 
 TEST(NvmlCollector, ReadsEveryGpuOfTheFake) {
-  Scenario s;
+  CollectorScenario s;
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
   ASSERT_TRUE(fleet.nvml_loaded) << fleet.load_error;
@@ -57,7 +57,7 @@ TEST(NvmlCollector, ReadsEveryGpuOfTheFake) {
 }
 
 TEST(NvmlCollector, AnOlderDriverLosesOnlyWhatItLacks) {
-  Scenario s(R"({"devices":[{"clock_reasons": 8, "processes": [77, 12]}]})");
+  CollectorScenario s(R"({"devices":[{"clock_reasons": 8, "processes": [77, 12]}]})");
   NvmlCollector c(FAKE_NVML_OLD_PATH);
   auto fleet = c.collect();
   ASSERT_TRUE(fleet.nvml_loaded);
@@ -72,7 +72,7 @@ TEST(NvmlCollector, AnOlderDriverLosesOnlyWhatItLacks) {
 }
 
 TEST(NvmlCollector, NoDriverIsNotLoadedWithTheReason) {
-  Scenario s;
+  CollectorScenario s;
   std::filesystem::remove(s.file);
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
@@ -83,7 +83,7 @@ TEST(NvmlCollector, NoDriverIsNotLoadedWithTheReason) {
 }
 
 TEST(NvmlCollector, ALostGpuIsMarkedAndTheOthersRead) {
-  Scenario s(R"({"devices":[{}, {"lost": true}, {}]})");
+  CollectorScenario s(R"({"devices":[{}, {"lost": true}, {}]})");
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
   ASSERT_EQ(fleet.gpus.size(), 3u);
@@ -100,7 +100,7 @@ std::string pids_json(unsigned n) {
 
 TEST(NvmlCollector, ReportsTheProcessesUsingEachGpu) {
   // Compute and graphics contexts together, sorted, each pid once.
-  Scenario s(R"({"devices":[{"processes": [5678, 1234]}, {}, {"processes": [42], "graphics_processes": [42, 7]},
+  CollectorScenario s(R"({"devices":[{"processes": [5678, 1234]}, {}, {"processes": [42], "graphics_processes": [42, 7]},
                             {"lost": true}]})");
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
@@ -121,7 +121,7 @@ TEST(NvmlCollector, ReportsTheProcessesUsingEachGpu) {
 }
 
 TEST(NvmlCollector, MoreProcessesThanItReadsIsUnknownNotAPartialList) {
-  Scenario s(R"({"devices":[{"processes": )" + pids_json(256) + R"(}, {"processes": )" + pids_json(300) + "}]}");
+  CollectorScenario s(R"({"devices":[{"processes": )" + pids_json(256) + R"(}, {"processes": )" + pids_json(300) + "}]}");
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
   ASSERT_EQ(fleet.gpus.size(), 2u);
@@ -135,7 +135,7 @@ TEST(NvmlCollector, MoreProcessesThanItReadsIsUnknownNotAPartialList) {
 }
 
 TEST(NvmlCollector, AFailedProcessQueryIsUnknownButUnsupportedGraphicsIsNot) {
-  Scenario s(R"({"devices":[{"processes": [1]}], "fail": {"nvmlDeviceGetComputeRunningProcesses_v3": 999}})");
+  CollectorScenario s(R"({"devices":[{"processes": [1]}], "fail": {"nvmlDeviceGetComputeRunningProcesses_v3": 999}})");
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
   ASSERT_EQ(fleet.gpus.size(), 1u);
@@ -156,7 +156,7 @@ TEST(NvmlCollector, AFailedProcessQueryIsUnknownButUnsupportedGraphicsIsNot) {
 }
 
 TEST(NvmlCollector, CollectsOneGpuByEitherFormOfItsBusId) {
-  Scenario s(R"({"devices":[{"processes": [11]}, {"lost": true},
+  CollectorScenario s(R"({"devices":[{"processes": [11]}, {"lost": true},
                             {"bus_id": "00000000:3B:00.0", "processes": [5678, 1234], "persistence": false}]})");
   for (const std::string address : {"00000000:3B:00.0", "0000:3b:00", "0000:3B:00.0"}) {
     auto gpu = collect_one_gpu(FAKE_NVML_PATH, address);
@@ -192,7 +192,7 @@ TEST(NvmlCollector, CollectOneGpuSaysWhyNvmlDidNotLoad) {
   auto missing = collect_one_gpu("/nonexistent/libnvidia-ml.so.1", "0000:18:00");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << missing.error();
-  Scenario s;
+  CollectorScenario s;
   std::filesystem::remove(s.file);  // no driver
   auto no_driver = collect_one_gpu(FAKE_NVML_PATH, "0000:18:00");
   ASSERT_FALSE(no_driver);
@@ -200,7 +200,7 @@ TEST(NvmlCollector, CollectOneGpuSaysWhyNvmlDidNotLoad) {
 }
 
 TEST(NvmlCollector, AnOlderDriverStillFindsOneGpuAndItsProcesses) {
-  Scenario s(R"({"devices":[{}, {"processes": [31]}]})");
+  CollectorScenario s(R"({"devices":[{}, {"processes": [31]}]})");
   auto gpu = collect_one_gpu(FAKE_NVML_OLD_PATH, "00000000:28:00.0");
   ASSERT_TRUE(gpu) << gpu.error();
   EXPECT_EQ(gpu->index, 1u);
@@ -208,7 +208,7 @@ TEST(NvmlCollector, AnOlderDriverStillFindsOneGpuAndItsProcesses) {
 }
 
 TEST(GpuCheck, FaultsInTheScenarioBecomeVerdictsNamingTheGpu) {
-  Scenario s(R"({"devices":[{}, {"remap": {"pending": true}}, {"pcie": {"width": 4}}]})");
+  CollectorScenario s(R"({"devices":[{}, {"remap": {"pending": true}}, {"pcie": {"width": 4}}]})");
   GpuThresholds t;
   t.expected_count = 4;
   GpuCheck check(FAKE_NVML_PATH, t, 5s);
@@ -223,7 +223,7 @@ TEST(GpuCheck, FaultsInTheScenarioBecomeVerdictsNamingTheGpu) {
 }
 
 TEST(GpuCheck, AHungNvmlCallIsAVerdictWithinTheDeadline) {
-  Scenario s(R"({"devices":[{}, {}], "hang": ["nvmlDeviceGetTemperature"]})");
+  CollectorScenario s(R"({"devices":[{}, {}], "hang": ["nvmlDeviceGetTemperature"]})");
   GpuCheck check(FAKE_NVML_PATH, {}, 300ms);
   auto t0 = std::chrono::steady_clock::now();
   auto rs = check.run();
@@ -250,7 +250,7 @@ TEST(GpuCheck, AHungNvmlCallIsAVerdictWithinTheDeadline) {
 }
 
 TEST(NvmlEventWatcher, DeliversNewXidsWithTheGpusAddress) {
-  Scenario s(R"({"devices":[{}, {}], "events": [{"id": 1, "gpu": 0, "type": "xid", "xid": 13}]})");
+  CollectorScenario s(R"({"devices":[{}, {}], "events": [{"id": 1, "gpu": 0, "type": "xid", "xid": 13}]})");
   std::mutex m;
   std::vector<NvmlEvent> seen;
   NvmlEventWatcher w(FAKE_NVML_PATH, [&](const NvmlEvent& e) {

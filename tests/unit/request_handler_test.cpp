@@ -10,7 +10,7 @@ using namespace ar::healthd;
 namespace proto = ar::proto;
 
 namespace {
-struct Fixture {
+struct HandlerFixture {
   JobRegistry registry{"/nonexistent/jobs.json"};
   DaemonInfo info{"n1", "1.2.3", "/s", "/d", "/c", WallClock::now()};
   int changes = 0;
@@ -20,7 +20,7 @@ std::string line(const proto::Request& r) { return proto::to_json(r).dump(); }
 }  // namespace
 
 TEST(RequestHandler, LifecycleFromRootChangesTheRegistry) {
-  Fixture f;
+  HandlerFixture f;
   auto reply = f.handler.handle(line(proto::StepStart{4, 0, "n1", 1000, true, 0}), Peer{0, 1});
   EXPECT_EQ(reply["ok"], true);
   EXPECT_EQ(f.changes, 1);
@@ -28,7 +28,7 @@ TEST(RequestHandler, LifecycleFromRootChangesTheRegistry) {
 }
 
 TEST(RequestHandler, LifecycleFromAUserIsForbidden) {
-  Fixture f;
+  HandlerFixture f;
   auto reply = f.handler.handle(line(proto::TaskExit{4, 0, "n1", 0, 256}), Peer{4242, 1});
   EXPECT_EQ(reply["ok"], false);
   EXPECT_EQ(reply["error"]["code"], proto::err::kForbidden);
@@ -37,7 +37,7 @@ TEST(RequestHandler, LifecycleFromAUserIsForbidden) {
 }
 
 TEST(RequestHandler, QueriesAreOpenToUsers) {
-  Fixture f;
+  HandlerFixture f;
   auto status = f.handler.handle(line(proto::StatusQuery{}), Peer{4242, 1});
   ASSERT_EQ(status["ok"], true);
   EXPECT_EQ(status["data"]["node"], "n1");
@@ -48,7 +48,7 @@ TEST(RequestHandler, QueriesAreOpenToUsers) {
 }
 
 TEST(RequestHandler, ErrorRepliesCarryVersionAndCode) {
-  Fixture f;
+  HandlerFixture f;
   auto reply = f.handler.handle("][", Peer{0, 1});
   EXPECT_EQ(reply["v"], proto::kVersion);
   EXPECT_EQ(reply["ok"], false);
@@ -145,7 +145,7 @@ std::string forging_request() {
 
 TEST(RequestHandler, ClientTextIsQuotedAndCutInTheReplyAndTheLog) {
   ar::test::LogCapture log;
-  Fixture f;
+  HandlerFixture f;
   auto reply = f.handler.handle(forging_request(), Peer{4242, 1});
   ASSERT_EQ(reply["error"]["code"], proto::err::kUnknownType);
   const auto message = reply["error"]["message"].get<std::string>();
@@ -160,7 +160,7 @@ TEST(RequestHandler, ClientTextIsQuotedAndCutInTheReplyAndTheLog) {
 
 TEST(RequestHandler, AFloodOfBadMessagesWritesABoundedLog) {
   ar::test::LogCapture log;
-  Fixture f;
+  HandlerFixture f;
   const auto request = forging_request();
   const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < 300; ++i) f.handler.handle(request, Peer{4242, 1});

@@ -112,9 +112,9 @@ TEST(ScriptCheck, InvalidUtf8AndControlCharactersInTheOutputGiveAValidResult) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, Status::warn);
   EXPECT_EQ(r[0].message, R"(script ib: port \xff\xfe \u001b[31mdown\u0007)");
-  std::string json;
-  ASSERT_NO_THROW(json = r[0].to_json().dump());
-  EXPECT_NE(json.find(R"(port \\xff\\xfe)"), std::string::npos) << json;
+  std::string text;
+  ASSERT_NO_THROW(text = r[0].to_json().dump());
+  EXPECT_NE(text.find(R"(port \\xff\\xfe)"), std::string::npos) << text;
   // A long first line is cut at a code point within the bound.
   r = ScriptCheck(sh("ib", R"(i=0; while [ $i -lt 150 ]; do printf '\342\202\254'; i=$((i+1)); done; exit 1)")).run();
   EXPECT_LE(r[0].message.size(), std::string("script ib: ").size() + 200);

@@ -111,11 +111,11 @@ TEST(Utf8Boundary, NeedsOnlyTheBytesBeforeTheCut) {
 }
 
 namespace {
-struct NvmlScenario {
+struct StringsScenario {
   ar::test::TempDir dir;
   std::filesystem::path file = dir / "nvml.json";
-  explicit NvmlScenario(const std::string& json) {
-    std::ofstream(file) << json;
+  explicit StringsScenario(const std::string& scenario_json) {
+    std::ofstream(file) << scenario_json;
     ::setenv("FAKE_NVML_SCENARIO", file.c_str(), 1);
   }
 };
@@ -123,7 +123,7 @@ struct NvmlScenario {
 
 TEST(NvmlStrings, AreSanitizedWhereTheyAreCopied) {
   // A GPU name is shown in status and drain reasons; the library's bytes are outside text.
-  NvmlScenario s(R"({"devices":[{"name":"NVIDIA H100\u001b[31m\u0007"}]})");
+  StringsScenario s(R"({"devices":[{"name":"NVIDIA H100\u001b[31m\u0007"}]})");
   NvmlCollector c(FAKE_NVML_PATH);
   auto fleet = c.collect();
   ASSERT_TRUE(fleet.nvml_loaded) << fleet.load_error;

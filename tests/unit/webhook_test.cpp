@@ -291,7 +291,7 @@ TEST(Webhook, TextOfAJobNoticeNamesTheJobAndItsOwnerAndTheCodeOnce) {
 }
 
 TEST(Webhook, RetriesWithBackoffUntilTheEndpointTakesIt) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   LoopbackServer server({{500, "oops"}, {500, "oops"}, {200, "ok"}});
   auto w = make(fast_config(server.url()));
   ASSERT_TRUE(w);
@@ -314,7 +314,7 @@ TEST(Webhook, RetriesWithBackoffUntilTheEndpointTakesIt) {
 }
 
 TEST(Webhook, TooManyRequestsAndTimeoutAnswersAreRetriedOtherClientErrorsNot) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   {
     LoopbackServer server({{429, "slow down"}, {408, ""}, {204, ""}});
     auto w = make(fast_config(server.url()));
@@ -334,7 +334,7 @@ TEST(Webhook, TooManyRequestsAndTimeoutAnswersAreRetriedOtherClientErrorsNot) {
 }
 
 TEST(Webhook, GivesUpAfterItsAttemptsWithALinePerTry) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   int port = 0;
   {
     LoopbackServer gone;  // a port that was just free: nothing listens there now
@@ -366,7 +366,7 @@ TEST(Webhook, NeverFollowsARedirect) {
 }
 
 TEST(Webhook, AHungEndpointNeitherDelaysNotifyNorGrowsTheQueueNorHoldsStop) {
-  test::LogCapture log;
+  ar::test::LogCapture log;
   LoopbackServer blackhole({}, true);
   auto c = fast_config(blackhole.url());
   c.queue_size = 10;
@@ -495,7 +495,7 @@ class WebhookUrlFile : public ::testing::Test {
     EXPECT_NE(r.error().find("webhook_url_file " + p.string() + ": "), std::string::npos) << r.error();
     EXPECT_NE(r.error().find(why), std::string::npos) << r.error();
   }
-  test::TempDir dir_;
+  ar::test::TempDir dir_;
 };
 
 TEST_F(WebhookUrlFile, APrivateFileWithOneUrlIsReadAndUsed) {

@@ -15,7 +15,7 @@ namespace {
 // dcgmi's output is outside text: each piece kept is sanitized (control characters can sit in JSON
 // strings as \u001b) and short, and a message that reaches a Slurm reason is one line.
 constexpr std::size_t kMaxField = 200;
-constexpr std::size_t kMaxMessage = 200;
+constexpr std::size_t kMaxDcgmMessage = 200;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -148,7 +148,7 @@ CheckResult DcgmCheck::diagnose() {
   r.code = "GPU-DCGM-DIAG";
   r.message = what + ": " + worst->test + " " + (worst->status == "Fail" ? "failed" : "warned") +
               (worst->gpus.empty() ? "" : " on GPU " + worst->gpus) + (worst->message.empty() ? "" : ": " + worst->message);
-  r.message = truncate_utf8(std::move(r.message), kMaxMessage);
+  r.message = truncate_utf8(std::move(r.message), kMaxDcgmMessage);
   if (worst->status == "Fail") {
     r.status = takes_node_out(config_.action) ? Status::fault : Status::warn;
     r.action = config_.action;

@@ -14,7 +14,7 @@ namespace ar::healthd {
 namespace {
 
 // What a matched line may put into a Slurm reason: one short line.
-constexpr std::size_t kMaxMessage = 160;
+constexpr std::size_t kMaxRuleMessage = 160;
 constexpr std::size_t kMaxCapture = 64;
 
 std::unique_ptr<re2::RE2> compile(const std::string& pattern) {
@@ -99,7 +99,7 @@ std::optional<KernelLogFault> KernelLogMatcher::match(const KernelRecord& record
       const auto& g = groups[1];
       f.code.replace(pos, 2, wanted > 1 && !g.empty() ? sanitize({g.data(), g.size()}, kMaxCapture) : "");
     }
-    f.message = sanitize(c.rule.message.empty() ? line : c.rule.message, kMaxMessage);
+    f.message = sanitize(c.rule.message.empty() ? line : c.rule.message, kMaxRuleMessage);
     f.action = c.rule.action;
     return f;
   }
@@ -191,7 +191,7 @@ void KernelLogCheck::load() {
     for (const auto& fj : j.at("active")) {
       KernelLogFault f;
       f.code = fj.at("code").get<std::string>();
-      f.message = sanitize(fj.at("message").get<std::string>(), kMaxMessage);  // written by an older version?
+      f.message = sanitize(fj.at("message").get<std::string>(), kMaxRuleMessage);  // written by an older version?
       f.action = parse_action(fj.at("action").get<std::string>()).value_or(Action::drain);
       f.lines = json_fields::integer<std::uint64_t>(fj, "lines");
       f.first_seen = Clock::now() - std::chrono::milliseconds(now_ms - to_epoch_ms(json_fields::time_ms(fj, "first_seen_ms")));

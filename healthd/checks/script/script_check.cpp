@@ -8,12 +8,12 @@ namespace ar::healthd {
 namespace {
 
 constexpr std::size_t kMaxOutput = 4096;  // a message, not a log: the rest is dropped unread
-constexpr std::size_t kMaxMessage = 200;
+constexpr std::size_t kMaxScriptMessage = 200;
 
 // Any bytes the script printed: the first line, valid and without control characters (it goes
 // into the status, the log and a Slurm reason).
 std::string first_line(const std::string& text) {
-  return sanitize(std::string_view(text).substr(0, text.find('\n')), kMaxMessage);
+  return sanitize(std::string_view(text).substr(0, text.find('\n')), kMaxScriptMessage);
 }
 
 std::string code_of(const std::string& name) {

@@ -10,7 +10,7 @@
 namespace ar::healthd {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 double percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 100.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
@@ -44,7 +44,7 @@ CheckResult judge_mount(const StorageMountConfig& config, const MountObservation
   if (!s.statvfs_error.empty()) return fault("STORAGE-UNWRITABLE", s.statvfs_error);
   if (config.probe && seen.entry->read_only()) return fault("STORAGE-UNWRITABLE", "mounted read-only");
   if (!s.probe_error.empty()) return fault("STORAGE-UNWRITABLE", "probe write failed: " + s.probe_error);
-  const double free_gib = static_cast<double>(s.free_bytes) / kGiB;
+  const double free_gib = static_cast<double>(s.free_bytes) / kBytesPerGiB;
   const double free_pct = percent(s.free_bytes, s.total_bytes);
   const double inodes_pct = percent(s.free_inodes, s.total_inodes);
   r.detail["free_gib"] = free_gib;
