@@ -51,6 +51,16 @@ const char plugin_name[] = "auto_resume";
 const char plugin_type[] = "spank";
 const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 const unsigned int spank_plugin_version = 1;
+
+// Slurm 25.05+: what Slurm does when slurm_spank_init of a `required` plugin fails. Ours never fails
+// (every hook returns 0 but an option callback refusing a bad value), and this says so to Slurm as
+// well: should it ever fail, the job fails, not the node. The default, ESPANK_NODE_FAILURE, would
+// drain every node the same broken install is on, which for a plugin present on every node is the
+// whole cluster: a false drain is the one thing this product must never cause.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+extern int slurm_spank_init_failure_mode __attribute__((visibility("default")));
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 }
 
 namespace {

@@ -12,6 +12,41 @@ load helpers
   done
 }
 
+# The value of a constant of the installed Slurm headers, as the compiler reads them.
+slurm_constant() {
+  printf '#include <stdio.h>\n#include <slurm/slurm.h>\n#include <slurm/spank.h>\nint main(void) { printf("%%ld\\n", (long)(%s)); return 0; }\n' "$1" >"$BATS_TEST_TMPDIR/c.c"
+  cc -o "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/c.c" && "$BATS_TEST_TMPDIR/c"
+}
+
+@test "from Slurm 25.05 the plugin tells Slurm a failed init fails the job, never drains the node" {
+  local version
+  version=$(slurm_constant SLURM_VERSION_NUMBER)
+  if ((version >= 0x190500)); then
+    # Exported (what slurmstepd's dlsym finds), and its initial value in the file is
+    # ESPANK_JOB_FAILURE: the symbol's address, through its section's offset, to the int there.
+    nm -D --defined-only "$AR_PLUGIN" | grep -qw slurm_spank_init_failure_mode
+    run python3 - "$AR_PLUGIN" <<'PY'
+import re, struct, subprocess, sys
+path = sys.argv[1]
+syms = subprocess.run(["readelf", "-W", "--dyn-syms", path], capture_output=True, text=True, check=True).stdout
+addr, ndx = next((int(f[1], 16), int(f[6])) for f in (l.split() for l in syms.splitlines())
+                 if len(f) >= 8 and f[7] == "slurm_spank_init_failure_mode")
+secs = subprocess.run(["readelf", "-W", "-S", path], capture_output=True, text=True, check=True).stdout
+for line in secs.splitlines():
+    m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+    if m and int(m.group(1)) == ndx:
+        with open(path, "rb") as f:
+            f.seek(addr - int(m.group(3), 16) + int(m.group(4), 16))
+            print(struct.unpack("<i", f.read(4))[0])
+PY
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(slurm_constant ESPANK_JOB_FAILURE)" ]
+  else
+    # Before 25.05 Slurm has no such setting (spank.h): nothing of the name is exported.
+    ! nm -D --defined-only "$AR_PLUGIN" | grep -qw slurm_spank_init_failure_mode
+  fi
+}
+
 @test "a bad --auto-resume value is refused before anything is submitted" {
   local tag; tag=$(test_tag)
   for bad in yes 2 -1 ""; do
