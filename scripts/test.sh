@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
 # The README's test command (and CI's, through .ci/run): installs what is missing, then runs every
 # test tier this machine can run, each in its own build directory:
-#   dev   developer build, every ctest test (unit, then integration on a real local Slurm cluster)
-#   package  the .deb and .rpm built by scripts/package.sh (lintian), the .deb installed, run on a
-#         Slurm cluster, upgraded and purged on this machine (tests/package/run.sh; build/release)
+#   release  the release build (the packages' own: -O2, warnings as errors, build/release), every
+#         ctest test: unit, man pages, then integration on a real local Slurm cluster
+#   dev   the same tests on the developer build (Debug, build/dev); not in the default list: the
+#         release tier runs them on the build the packages are made of, one build fewer for CI
+#   package  the .deb and .rpm made by scripts/package.sh from build/release (lintian), the .deb
+#         installed, run on a Slurm cluster, upgraded and purged on this machine (tests/package/run.sh)
 #   asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build/asan, clang 16)
 #   tsan  unit tests under ThreadSanitizer (build/tsan)
 #   fuzz  each libFuzzer target for a bounded time over its seed corpus (build/asan: the asan tier's
 #         build, which compiles the daemon's code once for both)
+#   series-24.11, series-26.05  the build, unit tests, cluster suites and .deb against that Slurm
+#         series, in its Debian chroot (tests/series/run.sh; build/series-SERIES)
+# The tiers above run on this machine's own Slurm (22.05, Debian 12). The series tiers run in the
+# background from the start, one after the other, beside the others (AR_SERIES_BACKGROUND=0 runs them
+# in turn with the rest): their chroots are made while this machine's tiers build, and their builds
+# overlap the cluster tests here, which mostly wait. Their output goes to build/series-SERIES.log
+# and is printed when they end.
 # A failing tier does not stop the later ones; the summary at the end names each failed tier and the
-# script exits 1 if any failed. AR_TIERS="dev asan" runs only those; arguments go to the dev ctest.
-# Needs root for the cluster tier (it starts munge, slurmctld and slurmd).
+# script exits 1 if any failed. AR_TIERS="release asan" runs only those; arguments go to the
+# release (or dev) tier's ctest.
+# Needs root for the cluster tier (it starts munge, slurmctld and slurmd) and the series tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 
-read -r -a tiers <<<"${AR_TIERS:-dev package asan tsan fuzz}"
+read -r -a tiers <<<"${AR_TIERS:-release package asan tsan fuzz series-24.11 series-26.05}"
 passed=()
 failed=()
 
@@ -53,21 +64,80 @@ run_tier() {
   fi
 }
 
+# The series tiers asked for, in order; the others, in order.
+series_tiers=()
+host_tiers=()
 for tier in "${tiers[@]}"; do
   case $tier in
-    dev) run_tier dev preset_tier dev "$@" ;;
+    release | dev | package | asan | tsan | fuzz) host_tiers+=("$tier") ;;
+    series-24.11 | series-26.05) series_tiers+=("$tier") ;;
+    *) echo "test.sh: unknown tier '$tier' (known: release dev package asan tsan fuzz series-24.11 series-26.05)" >&2; exit 2 ;;
+  esac
+done
+
+# series_chain: each series tier in turn, its output in build/series-SERIES.log, its outcome in
+# build/series-SERIES.rc (what the summary reads when it runs in the background).
+series_chain() {
+  local tier series start rc
+  for tier in "${series_tiers[@]}"; do
+    series=${tier#series-}
+    start=$SECONDS
+    rc=0
+    tests/series/run.sh "$series" >"build/$tier.log" 2>&1 </dev/null || rc=$?
+    echo "$rc $((SECONDS - start))" >"build/$tier.rc"
+  done
+}
+
+mkdir -p build
+series_pid=""
+if [ "${#series_tiers[@]}" -gt 0 ]; then
+  for tier in "${series_tiers[@]}"; do rm -f "build/$tier.rc" "build/$tier.log"; done
+  if [ "${AR_SERIES_BACKGROUND:-1}" = 1 ] && [ "${#host_tiers[@]}" -gt 0 ]; then
+    echo "=== test.sh: tiers ${series_tiers[*]}: started in the background (build/series-*.log)"
+    series_chain &
+    series_pid=$!
+  fi
+fi
+
+for tier in "${host_tiers[@]}"; do
+  case $tier in
+    release | dev) run_tier "$tier" preset_tier "$tier" "$@" ;;
     package) run_tier package tests/package/run.sh ;;
     asan | tsan) run_tier "$tier" preset_tier "$tier" ;;
     # Its build is the asan tier's (configure preset asan): nothing to compile after that tier.
     fuzz) run_tier fuzz fuzz_tier ;;
-    *) echo "test.sh: unknown tier '$tier' (known: dev package asan tsan fuzz)" >&2; exit 2 ;;
   esac
 done
+
+if [ "${#series_tiers[@]}" -gt 0 ]; then
+  if [ -n "$series_pid" ]; then
+    echo "=== test.sh: waiting for the series tiers"
+    wait "$series_pid" || true
+  else
+    series_chain
+  fi
+  for tier in "${series_tiers[@]}"; do
+    echo "=== test.sh: tier $tier: its output (build/$tier.log):"
+    # Passed: the step lines; failed: the end of the log, where the failure is.
+    read -r rc took <"build/$tier.rc" 2>/dev/null || { rc=1; took="?"; }
+    if [ "$rc" = 0 ]; then
+      grep '^=== series' "build/$tier.log" | sed 's/^/    /'
+      echo "=== test.sh: tier $tier: passed in $took s"
+      passed+=("$tier")
+    else
+      grep '^=== series' "build/$tier.log" | sed 's/^/    /'
+      tail -n 150 "build/$tier.log" | sed 's/^/    | /'
+      echo "=== test.sh: tier $tier: FAILED after $took s"
+      failed+=("$tier")
+    fi
+  done
+fi
 
 # failed_tests_summary TIER: the names of the tests that failed in TIER's last ctest run and, for a
 # bats suite, its "not ok" lines with what follows them. CI shows only the end of this script's
 # output, so the reason for a red tier must be repeated here, not only where ctest printed it.
 failed_tests_summary() {
+  [[ $1 != series-* ]] || return 0  # printed above, from its log
   local dir
   dir=$(tier_build "$1")/Testing/Temporary
   [ -s "$dir/$1-LastTestsFailed.log" ] || return 0

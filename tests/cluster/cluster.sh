@@ -38,6 +38,8 @@
 #   AR_NODES           number of nodes (default 3, names n1..nN)
 #   AR_SCHED_PARAMS    slurm.conf SchedulerParameters (default: the tuned
 #                      batch_sched_delay=0,sched_interval=2,bf_interval=1; "stock" = no line: Slurm's own)
+#   AR_SLURMCTLD_PARAMS  slurm.conf SlurmctldParameters (default: none), e.g. enable_expedited_requeue
+#                      (Slurm 25.11+: bench/expedite.sh)
 #   AR_KEEP_ON_FAILURE =1: a failed start leaves its daemons running for inspection
 #
 # Environment read by `start-healthd` and `restart-healthd` (one daemon, this start only):
@@ -413,6 +415,7 @@ reboot_program_line() {
 sched_params_line() {
   local p="${AR_SCHED_PARAMS:-batch_sched_delay=0,sched_interval=2,bf_interval=1}"
   if [ "$p" != stock ]; then printf 'SchedulerParameters=%s\n' "$p"; fi
+  if [ -n "${AR_SLURMCTLD_PARAMS:-}" ]; then printf 'SlurmctldParameters=%s\n' "$AR_SLURMCTLD_PARAMS"; fi
 }
 
 write_slurm_conf() {

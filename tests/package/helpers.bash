@@ -16,7 +16,6 @@ the_one() {
   printf '%s\n' "${found[0]}"
 }
 DEB=$(the_one "$AR_PACKAGE_DIR/*.deb")
-RPM=$(the_one "$AR_PACKAGE_DIR/*.rpm")
 
 # The Slurm series of the installed headers, read here on its own (not from the build), so a wrong
 # detection in packaging/CMakeLists.txt shows: Debian's slurm_version.h defines only

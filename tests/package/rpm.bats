@@ -4,6 +4,7 @@
 
 load helpers
 
+RPM=$(the_one "$AR_PACKAGE_DIR/*.rpm")
 rpm_q() { rpm -qp --nosignature "$@" "$RPM" 2>/dev/null; }
 
 @test "the rpm is named and versioned with the Slurm series of the installed headers" {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The series tier (scripts/test.sh, AR_TIERS="series-24.11 series-26.05"): the project built, tested
+# and packaged against one Slurm series other than this machine's own, inside that series' Debian
+# chroot (scripts/slurm-chroot.sh), with that series' compiler, libslurm, slurmctld, slurmd, srun,
+# sbatch and munge. Needs root.
+#
+#   tests/series/run.sh SERIES     # 24.11 or 26.05
+#
+# In the chroot, in build/series-SERIES (the release preset's settings: -O2, warnings as errors):
+#   1. the build, with that series' gcc;
+#   2. every unit test (label unit) and the man page checks (label docs), less examples.pytorch,
+#      whose PyTorch this tier does not install (this machine's own series runs it: README);
+#   3. on a real 3-node cluster of that series, the suites that hold the promises every series must
+#      keep: foundation (the plugin's options, reports and socket in each context), auto_resume (the
+#      fault loop: drain, one requeue, running again off the node, node back; the user's comment
+#      left alone; the cap), step_rerun (a step re-run on a spare node), stall (the watchdog),
+#      ordinary_user, slurm_api, and from faults.bats the undisturbed incident and a SIGKILL of
+#      healthd just before each Slurm call of an incident, then just after each;
+#   4. the package: the .deb built for the series (lintian), installed, run on a cluster, upgraded
+#      under a running daemon, purged (tests/package/deb.bats; no .rpm: the chroot has no rpmbuild).
+# Each step prints its time; the first failing step ends the tier (a later one would test a build
+# that is not there).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+series=${1:?usage: tests/series/run.sh SERIES (24.11 or 26.05)}
+
+# On the host: make the chroot (idempotent), then run this same script inside it.
+if [ "${AR_SLURM_SERIES:-}" != "$series" ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "tests/series/run.sh: run as root (chroot, cluster, package install)" >&2; exit 1; }
+  start=$SECONDS
+  scripts/slurm-chroot.sh make "$series"
+  echo "=== series $series: chroot ready in $((SECONDS - start)) s"
+  exec scripts/slurm-chroot.sh run "$series" tests/series/run.sh "$series"
+fi
+
+build=$PWD/build/series-$series
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "=== series $series: $name"
+  if "$@"; then
+    echo "=== series $series: $name passed in $((SECONDS - start)) s"
+  else
+    echo "=== series $series: $name FAILED after $((SECONDS - start)) s"
+    exit 1
+  fi
+}
+
+configure_and_build() {
+  # The benchmarks are not built: nothing here runs them.
+  cmake --preset release -B "$build" -DAR_BUILD_BENCH=OFF >/dev/null &&
+    cmake --build "$build" -j2
+}
+
+ctest_in() { ctest --test-dir "$build" --output-on-failure --timeout 1800 "$@"; }
+
+cluster_suites='foundation|auto_resume|step_rerun|stall|ordinary_user|slurm_api'
+step "build ($(gcc -dumpfullversion 2>/dev/null | sed 's/^/gcc /'), Slurm $(dpkg-query -W -f='${Version}' libslurm-dev))" \
+  configure_and_build
+step "unit and docs tests" ctest_in -j2 -L '^(unit|docs)$' -E '^examples\.pytorch$'
+step "cluster suites ($cluster_suites)" ctest_in -R "^(cluster_start|integration\.($cluster_suites)|cluster_stop)$"
+AR_BATS_FILTER='an undisturbed incident|SIGKILLed just (before|after) each Slurm call' \
+  step "faults: an incident undisturbed, then healthd SIGKILLed before and after each Slurm call" \
+  ctest_in -R '^(cluster_start|integration\.faults|cluster_stop)$'
+AR_BUILD_DIR=$build AR_PACKAGE_DIR=$build/packages AR_PACKAGE_FORMATS=DEB \
+  step "package (.deb built, installed, upgraded, purged)" tests/package/run.sh
+echo "=== series $series: all passed"
