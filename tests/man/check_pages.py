@@ -48,6 +48,18 @@ def rendered(page: str) -> str:
     return out
 
 
+def body_indent(text: str) -> int:
+    """The columns groff indents a page's body and its tags by: 7 up to groff 1.23 (Debian 12, 13),
+    5 from 1.24 (Debian testing). Read off the page: the indent of the line after NAME."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "NAME":
+            for after in lines[i + 1:]:
+                if after.strip():
+                    return len(after) - len(after.lstrip(" "))
+    return 7
+
+
 def flat(text: str) -> str:
     # hyphenation is off in the pages, so a line ending in "-" broke at a real hyphen
     return re.sub(r"\s+", " ", re.sub(r"-\n\s*", "-", text))
@@ -57,12 +69,15 @@ def sections(text: str) -> dict[str, str]:
     """The page's sections (.SH, at column 0) and subsections (.SS, at column 3) by heading."""
     out: dict[str, str] = {}
     current_sh = current_ss = None
+    indent = body_indent(text)
     for line in text.splitlines():
         if re.match(r"^[A-Z][A-Z0-9 ]*$", line):
             current_sh, current_ss = line.strip(), None
             out.setdefault(current_sh, "")
             continue
-        if re.match(r"^   \S", line) and not line.startswith("    "):
+        # .SS headings: indented, less than the body (3 columns with groff 1.22 and 1.23)
+        lead = len(line) - len(line.lstrip(" "))
+        if line.strip() and 0 < lead < indent:
             current_ss = line.strip()
             out.setdefault(current_ss, "")
         if current_sh:
@@ -80,7 +95,8 @@ def long_options(help_text: str) -> list[str]:
     """The long options in a CLI11 --help: the first column of its option lines."""
     found = []
     for line in help_text.splitlines():
-        m = re.match(r"^\s+((?:-\w,)?--[\w-]+(?:,--[\w-]+)*)", line)
+        # "-s,--socket" (CLI11 2.1, Debian 12) or "-s,     --socket" (CLI11 2.5, Debian testing)
+        m = re.match(r"^\s+((?:-\w,\s*)?--[\w-]+(?:,--[\w-]+)*)", line)
         if m:
             found += re.findall(r"--[\w-]+", m.group(1))
     return found
@@ -89,7 +105,7 @@ def long_options(help_text: str) -> list[str]:
 def subcommands(help_text: str) -> list[str]:
     names, inside = [], False
     for line in help_text.splitlines():
-        if line.startswith("Subcommands:"):
+        if line.lower().startswith("subcommands:"):  # "SUBCOMMANDS:" from CLI11 2.5
             inside = True
             continue
         if inside:
@@ -111,6 +127,7 @@ def run_help(binary: str, *args: str) -> str:
 def check_options(page: str, binary: str, with_subcommands: bool) -> list[str]:
     skip_unless_built(page, binary)
     text = rendered(page)
+    indent = body_indent(text)
     name = os.path.basename(binary)
     problems, checked = [], 0
     top = run_help(binary)
@@ -123,10 +140,10 @@ def check_options(page: str, binary: str, with_subcommands: bool) -> list[str]:
             helps.append((sub, run_help(binary, sub)))
             checked += 1
             # each subcommand is a tag of COMMANDS
-            if not re.search(r"^       " + re.escape(sub) + r"\b", sections(text).get("COMMANDS", ""), re.M):
+            if not re.search(r"^ {%d}" % indent + re.escape(sub) + r"\b", sections(text).get("COMMANDS", ""), re.M):
                 problems.append(f"{os.path.basename(page)}: the command '{sub}' ({name} --help) is not in COMMANDS")
     # Each option is a tag of OPTIONS (a line at the tag indent), not merely mentioned somewhere.
-    tags = "\n".join(re.findall(r"^ {7}\S.*$", sections(text).get("OPTIONS", ""), re.M))
+    tags = "\n".join(re.findall(r"^ {%d}\S.*$" % indent, sections(text).get("OPTIONS", ""), re.M))
     for sub, help_text in helps:
         opts = long_options(help_text)
         if not opts:
@@ -178,14 +195,16 @@ def check_plugin(page: str, plugin_dir: str) -> list[str]:
     if not options or not arguments or not variables:
         problems.append(f"plugin/: found options {options}, arguments {arguments}, variables {variables}: "
                         "did the plugin's source change shape? update tests/man/check_pages.py")
+    indent = body_indent(rendered(page))
+
     def tags(section: str) -> str:
-        return "\n".join(re.findall(r"^ {7}\S.*$", secs.get(section, ""), re.M))
+        return "\n".join(re.findall(r"^ {%d}\S.*$" % indent, secs.get(section, ""), re.M))
 
     for opt in options:
         if not has_word(tags("OPTIONS"), "--" + opt):
             problems.append(f"{os.path.basename(page)}: the option --{opt} (plugin/) is not an entry of OPTIONS")
     for arg in arguments:
-        if not re.search(r"^ {7}" + re.escape(arg) + "=", tags("PLUGSTACK ARGUMENTS"), re.M):
+        if not re.search(r"^ {%d}" % indent + re.escape(arg) + "=", tags("PLUGSTACK ARGUMENTS"), re.M):
             problems.append(f"{os.path.basename(page)}: the plugstack argument {arg}= (plugin/) is not an entry of "
                             "PLUGSTACK ARGUMENTS")
     for var in variables:
