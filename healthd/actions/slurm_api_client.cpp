@@ -91,7 +91,10 @@ SlurmError slurm_error(const std::string& what, int code) {
   switch (code) {
     case ESLURM_INVALID_JOB_ID:
     case ESLURM_INVALID_NODE_NAME:
-    case ESLURM_ALREADY_DONE: kind = Kind::gone; break;
+    case ESLURM_ALREADY_DONE:
+    // An update of a job that has ended (Slurm 24.11 and 26.05 answer it for an admin comment too;
+    // 22.05 took the comment): nothing left to change, as for a job that is gone.
+    case ESLURM_JOB_FINISHED: kind = Kind::gone; break;
     case ESLURM_DISABLED:
     case ESLURM_ACCESS_DENIED:
     case ESLURM_BATCH_ONLY:

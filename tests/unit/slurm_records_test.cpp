@@ -84,6 +84,9 @@ TEST(SlurmRecords, JobStateFlagsNameTheStateAsScontrolDoes) {
 TEST(SlurmRecords, ErrorNumbersBecomeTheKindsTheResponderActsOn) {
   EXPECT_EQ(slurm_error("load job 1", ESLURM_INVALID_JOB_ID).kind, SlurmError::Kind::gone);
   EXPECT_EQ(slurm_error("load node x", ESLURM_INVALID_NODE_NAME).kind, SlurmError::Kind::gone);
+  // Slurm 24.11+ refuses an admin comment on a job that has ended: retrying it would never end
+  // (seen on the 24.11 cluster: "update job 5: Job has already finished" every 30 s).
+  EXPECT_EQ(slurm_error("update job 1", ESLURM_JOB_FINISHED).kind, SlurmError::Kind::gone);
   EXPECT_EQ(slurm_error("requeue job 1", ESLURM_DISABLED).kind, SlurmError::Kind::refused);
   EXPECT_EQ(slurm_error("drain", SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR).kind, SlurmError::Kind::not_answering);
   EXPECT_EQ(slurm_error("drain", SLURM_COMMUNICATIONS_RECEIVE_ERROR).kind, SlurmError::Kind::not_answering);
