@@ -18,7 +18,7 @@ packages=(
   # it serves and the packaged alert rules (the `prometheus` package is the one that ships promtool)
   prometheus-cpp-dev prometheus
   # tests
-  googletest libgtest-dev libgmock-dev bats procps python3
+  googletest libgtest-dev libgmock-dev bats procps python3 bc
   # man pages from one Markdown source each (docs/man/), and `man` to read them
   pandoc man-db
   # the package tier: build and check the .deb and .rpm (lintian, rpm -qp), install the .deb

@@ -44,7 +44,7 @@ packages=(
   libslurm-dev slurmctld slurmd slurm-client munge
   nlohmann-json3-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
   libsystemd-dev libcurl4-openssl-dev libasio-dev libre2-dev prometheus-cpp-dev prometheus
-  googletest libgtest-dev libgmock-dev bats procps python3 curl
+  googletest libgtest-dev libgmock-dev bats procps python3 curl bc
   pandoc man-db lintian file
 )
 
