@@ -72,6 +72,15 @@ teardown_file() {
 # control FIELD: a field of the .deb's control file.
 control() { dpkg-deb -f "$DEB" "$1"; }
 
+# runtime_package LIB: the Debian package holding the shared library LIB (libslurm: the one whose
+# soname this machine's libslurm-dev links to), e.g. libslurm38.
+runtime_package() {
+  local path
+  path=$(ldconfig -p | awk -v lib="$1" '$1 ~ "^" lib "\\.so\\.[0-9]" { print $NF; exit }')
+  [ -n "$path" ] || { echo "no $1.so.N in ldconfig's cache" >&2; return 1; }
+  dpkg -S "$(readlink -f "$path")" | head -n1 | cut -d: -f1
+}
+
 @test "the deb is versioned with the Slurm series of the installed headers and depends on that series" {
   local series next
   series=$(slurm_series)
@@ -87,8 +96,17 @@ control() { dpkg-deb -f "$DEB" "$1"; }
   local depends want
   depends=$(control Depends)
   # The Slurm series (plugins, scontrol); libslurm of that ABI and the rest from shlibdeps.
+  # libslurm is the package of this machine's release that holds the soname the binaries link,
+  # found from the library itself: libslurm38 on Debian 12 (22.05), libslurm42t64 on 13 (24.11),
+  # libslurm45 on testing (26.05). The other libraries by the start of their names (libcurl4 or
+  # libcurl4t64; re2's package name carries its ABI, libre2-9 or libre2-11-absl20240722).
+  local libslurm
+  libslurm=$(runtime_package libslurm) || return 1
+  for want in libcurl4 libsystemd0 libre2-; do
+    [[ ", $depends," == *", $want"* ]] || { echo "Depends lacks $want...: $depends"; return 1; }
+  done
   for want in "slurm-wlm-basic-plugins (>= $series~)" "slurm-wlm-basic-plugins (<< $next~)" \
-    "slurm-client (>= $series~)" "slurm-client (<< $next~)" libslurm38 libcurl4 libsystemd0 libre2-9; do
+    "slurm-client (>= $series~)" "slurm-client (<< $next~)" "$libslurm"; do
     [[ ", $depends," == *", $want"[\ ,]* ]] || { echo "Depends lacks $want: $depends"; return 1; }
   done
 }
