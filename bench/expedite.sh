@@ -23,8 +23,9 @@ runs=${BENCH_RUNS:-5}
 scheds=${BENCH_SCHED:-tuned stock}
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
-sbatch --help 2>/dev/null | grep -q 'expedite' ||
-  bench_die "this Slurm ($(sbatch --version)) has no --requeue=expedite (Slurm 25.11 and later)"
+version=$(sbatch --version | awk '{print $2}')
+[ "$(printf '%s\n' "$version" 25.11 | sort -V | head -n1)" = 25.11 ] ||
+  bench_die "this Slurm ($version) has no --requeue=expedite (Slurm 25.11 and later)"
 
 fault_cluster_prepare "$dir"
 export AR_SLURMCTLD_PARAMS=enable_expedited_requeue

@@ -100,8 +100,12 @@ make_chroot() {
     debootstrap --variant=minbase "$name" "$dir" "$(mirror)" "${suite_script[@]}" >"$root/$series.debootstrap.log" 2>&1 ||
       { tail -n 30 "$root/$series.debootstrap.log" >&2; die "debootstrap of $name failed (log: $root/$series.debootstrap.log)"; }
   fi
-  # Name lookups for apt-get: the host's resolver.
+  # Name lookups: the host's resolver (apt-get), and its hosts file. munged stamps each credential
+  # with the address its host name resolves to; where the name did not resolve (a chroot's own
+  # hosts file knows only localhost) that was 0.0.0.0, and Slurm 24.11's slurmctld looked it up in
+  # DNS on every RPC ("auth_p_get_host: Lookup failed for 0.0.0.0"): a drain took 10 s, not 0.1.
   cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
+  cp -L /etc/hosts "$dir/etc/hosts"
   # Daemons a package starts at install time must not start inside a chroot (they would run on the
   # host's network with the chroot's configuration).
   printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
