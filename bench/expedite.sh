@@ -8,9 +8,10 @@
 #   slurm:   the job has --requeue=expedite and no --auto-resume; at T0 the node is set DOWN with a
 #            reason, as a HealthCheckProgram (NHC) does when it finds the fault: Slurm's own path,
 #            without the health check's detection time (its interval: NHC's default is 300 s)
-#   healthd: the job has --auto-resume=1 and no expedite; at T0 an XID 79 line lands in the node's
+#   healthd: the job has --auto-resume=1 and no expedite; at T0 an XID 48 line lands in the node's
 #            kernel log: healthd sees it, drains, requeues and releases the hold
 #   both:    --auto-resume=1 and --requeue=expedite, the XID line: does expedite change healthd's path?
+# Between runs the victim is returned to service (healthd's own drain, or the DOWN of the slurm kind).
 # Under BENCH_SCHED (default "tuned stock", as bench/recovery.sh). Prints each incident and the
 # medians; emits rows for bench/run.sh's table.
 #
@@ -23,7 +24,8 @@ runs=${BENCH_RUNS:-5}
 scheds=${BENCH_SCHED:-tuned stock}
 need_built "$HEALTHD" "$HEALTHCTL" "$PLUGIN"
 [ "$(id -u)" = 0 ] || bench_die "run as root (slurmd and healthd need it)"
-version=$(sbatch --version | awk '{print $2}')
+# Before any cluster is up (sbatch would look for a slurm.conf): the installed client's package.
+version=$(dpkg-query -W -f='${Version}' slurm-client 2>/dev/null || echo 0)
 [ "$(printf '%s\n' "$version" 25.11 | sort -V | head -n1)" = 25.11 ] ||
   bench_die "this Slurm ($version) has no --requeue=expedite (Slurm 25.11 and later)"
 
@@ -68,7 +70,8 @@ for sched in $scheds; do
       if [ "$kind" = slurm ]; then
         scontrol update nodename="$victim" state=down reason="bench: GPU fault found by a health check"
       else
-        xid79 >>"$dir/host/$victim/var/log/kern.log"
+        # XID 48 (double-bit ECC): a drain and a requeue, no reboot to wait for before the next run.
+        echo "<4>NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorrectable double bit error" >>"$dir/host/$victim/var/log/kern.log"
       fi
       took=$(running_again "$job" "$t0" 300)
       echo "$took" >>"$dir/work/$sched-$kind.tsv"
