@@ -11,11 +11,12 @@
 #   tsan  unit tests under ThreadSanitizer (build/tsan)
 #   fuzz  each libFuzzer target for a bounded time over its seed corpus (build/asan: the asan tier's
 #         build, which compiles the daemon's code once for both)
-#   series-24.11, series-26.05  the build, unit tests, cluster suites and .deb against that Slurm
-#         series, in its Debian chroot (tests/series/run.sh; build/series-SERIES)
+#   series-24.11, series-26.05  the build, unit tests and .deb (and with AR_SERIES_CLUSTER=1 the
+#         cluster suites) against that Slurm series, in its Debian chroot (tests/series/run.sh;
+#         build/series-SERIES)
 # The tiers above run on this machine's own Slurm (22.05, Debian 12). The series tiers run in the
-# background from the start, one after the other, beside the others (AR_SERIES_BACKGROUND=0 runs them
-# in turn with the rest): their chroots are made while this machine's tiers build, and their builds
+# background from the start, side by side, beside the others (AR_SERIES_BACKGROUND=0 runs them
+# after the rest): their chroots are made while this machine's tiers build, and their builds
 # overlap the cluster tests here, which mostly wait. Their output goes to build/series-SERIES.log
 # and is printed when they end.
 # A failing tier does not stop the later ones; the summary at the end names each failed tier and the
@@ -75,17 +76,25 @@ for tier in "${tiers[@]}"; do
   esac
 done
 
-# series_chain: each series tier in turn, its output in build/series-SERIES.log, its outcome in
-# build/series-SERIES.rc (what the summary reads when it runs in the background).
+# series_chain: every series' chroot in turn (mostly downloads and unpacking: by the time they are
+# made this machine's build is done, and its cluster tests, which mostly wait, leave the CPUs to the
+# series' builds), then the series tiers side by side, each with its output in build/SERIES.log and
+# its outcome in build/SERIES.rc (what the summary reads). Their clusters pick free ports of their
+# own and their package steps take the package tier's lock.
 series_chain() {
-  local tier series start rc
+  local tier
   for tier in "${series_tiers[@]}"; do
-    series=${tier#series-}
-    start=$SECONDS
-    rc=0
-    tests/series/run.sh "$series" >"build/$tier.log" 2>&1 </dev/null || rc=$?
-    echo "$rc $((SECONDS - start))" >"build/$tier.rc"
+    scripts/slurm-chroot.sh make "${tier#series-}" >"build/$tier.chroot.log" 2>&1 </dev/null || true
   done
+  for tier in "${series_tiers[@]}"; do
+    (
+      start=$SECONDS
+      rc=0
+      tests/series/run.sh "${tier#series-}" >"build/$tier.log" 2>&1 </dev/null || rc=$?
+      echo "$rc $((SECONDS - start))" >"build/$tier.rc"
+    ) &
+  done
+  wait
 }
 
 mkdir -p build
