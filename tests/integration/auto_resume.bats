@@ -26,6 +26,9 @@ submit_training() {
 
 checkpoints_at_least() { ls "$WORK/ckpt" 2>/dev/null | grep -c '^step-' | { read -r n; [ "$n" -ge "$1" ]; }; }
 second_node() { job_nodes "$1" | tail -1; }
+# Slurm 24.11 showed a restarted job RUNNING a moment before its NodeList (an empty second node,
+# once): wait for the list.
+has_nodes() { [ -n "$(second_node "$1")" ]; }
 
 @test "a fault under a running auto-resume job: drain, one requeue, running again in seconds, resumed from its checkpoint" {
   local job victim t0 t1
@@ -109,9 +112,11 @@ second_node() { job_nodes "$1" | tail -1; }
   local job first second
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
+  wait_until 10 has_nodes "$job"
   first=$(second_node "$job")
   inject_fault "$first" "$(xid48)"
   wait_until 30 job_running_attempt "$job" 1
+  wait_until 10 has_nodes "$job"
   second=$(second_node "$job")
   inject_fault "$second" "<4>NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
   wait_until 30 bash -c "scontrol show job $job -o | grep -q 'AdminComment=auto-resume: not resumed: the cap of 1 resumes is reached'"
