@@ -77,7 +77,7 @@ in_chroot() {
     exec chroot "$dir" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       DEBIAN_FRONTEND=noninteractive AR_SLURM_SERIES="${AR_SLURM_SERIES:-}" \
-      AR_SERIES_CLUSTER="${AR_SERIES_CLUSTER:-0}" \
+      AR_SERIES_CLUSTER="${AR_SERIES_CLUSTER:-}" \
       /bin/bash -c "cd \"\$0\" && exec \"\$@\"" "$src" "$@"
   ' in_chroot "$dir" "$src" "$@"
 }
