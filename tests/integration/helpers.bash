@@ -34,6 +34,9 @@ job_finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|
 # Jobs are submitted by AR_USER, an ordinary account made by the test setup (start_cluster.sh), as
 # users submit them on a real cluster; root is the admin. The examples are its readable copy.
 AR_USER=arjob
+# AR_OTHER_USER, a second ordinary account (start_cluster.sh): another user of the same queue. Not
+# `nobody`: Slurm 26.05 reserves that name (squeue -u nobody: "Invalid user"; src/common/uid.c).
+AR_OTHER_USER=arother
 AR_EXAMPLES="${AR_CLUSTER_DIR}/examples"
 
 # as_user CMD...: CMD as AR_USER, in the environment of the test (SLURM_CONF and the rest), from a
@@ -119,9 +122,29 @@ job_running_again() {
 # frees it on its own. Waits for a node to be idle allow for it, so they fail only past it.
 SLURM_SETTLE_S=70
 
+# dump_cluster_state: the jobs, the nodes and the last lines of every daemon's log, for a failed test.
+dump_cluster_state() {
+  echo "--- cluster state after the failure ($(date '+%T.%N'))"
+  timeout 10 squeue -h -t all -o '%i %u %T %r %N' 2>&1 | sed 's/^/squeue: /' || true
+  # the last three jobs, one line each (a --wrap script's newlines would split a line: cut them)
+  timeout 10 scontrol show job -o 2>&1 | grep '^JobId=' | sort -t= -k2 -n | tail -n 3 | cut -c1-900 | sed 's/^/job: /' || true
+  timeout 10 sinfo -N -h -o '%N %T %E' 2>&1 | sed 's/^/sinfo: /' || true
+  local log
+  for log in "${AR_CLUSTER_DIR}"/log/slurmctld.log "${AR_CLUSTER_DIR}"/log/healthd-*.log; do
+    [ -f "$log" ] || continue
+    echo "--- last lines of ${log##*/} (less debug lines)"
+    grep -v '^[0-9T:.-]* debug ' "$log" | tail -n 25 | cut -c1-300
+  done
+}
+
 # Puts the cluster back as the next test expects it: no jobs, every node idle. healthd's own drains
 # come back by themselves once the fault's hold has passed; an admin drain left by a test is undone.
 reset_cluster() {
+  # Called from the teardown of a failed test: show what the cluster looked like, since CI keeps
+  # only the output.
+  if [ -n "${BATS_TEARDOWN_STARTED:-}" ] && [ -z "${BATS_TEST_COMPLETED:-}" ]; then
+    dump_cluster_state >&2
+  fi
   # A test that stopped slurmctld and failed before restarting it must not take the next ones down.
   if ! scontrol ping 2>/dev/null | grep -q UP; then
     slurmctld -f "$SLURM_CONF" 3>&-
@@ -129,7 +152,7 @@ reset_cluster() {
   fi
   scancel --user=root 2>/dev/null || true
   scancel --user="$AR_USER" 2>/dev/null || true
-  scancel --user=nobody 2>/dev/null || true  # another user's queue (slurm_api.bats)
+  scancel --user="$AR_OTHER_USER" 2>/dev/null || true  # another user's queue (slurm_api.bats)
   wait_until 60 bash -c '[ -z "$(squeue -h)" ]'
   local node
   for node in n1 n2 n3; do

@@ -25,8 +25,8 @@ teardown() {
 
 timeline_has() { healthctl_on "$1" explain "$2" | grep -q "$3"; }
 job_pending() { [ "$(job_state "$1")" = PENDING ]; }
-# as_other_user ARGS...: sbatch as another user (nobody), whose jobs fill the queue.
-as_other_user() { runuser -u nobody -- sbatch --parsable -o /dev/null "$@" | cut -d';' -f1; }
+# as_other_user ARGS...: sbatch as another ordinary user (AR_OTHER_USER), whose jobs fill the queue.
+as_other_user() { runuser -u "$AR_OTHER_USER" -- sbatch --parsable -o /dev/null "$@" | cut -d';' -f1; }
 
 @test "an admin's drain reason holding State=IDLE: the node stays theirs, the faulty job is requeued once" {
   local job victim
@@ -77,7 +77,7 @@ as_other_user() { runuser -u nobody -- sbatch --parsable -o /dev/null "$@" | cut
   # another user holds the two other nodes, and queues four more jobs behind them
   others+=("$(as_other_user -N1 --exclusive --wrap 'sleep 600')")
   others+=("$(as_other_user -N1 --exclusive --wrap 'sleep 600')")
-  wait_until 60 bash -c "[ \"\$(squeue -h -u nobody -t RUNNING | wc -l)\" = 2 ]"
+  wait_until 60 bash -c "[ \"\$(squeue -h -u $AR_OTHER_USER -t RUNNING | wc -l)\" = 2 ]"
   for _ in 1 2 3 4; do queue+=("$(as_other_user -N1 --exclusive --wrap 'sleep 600')"); done
   # and their priority is above this job's (as fair share would put a busy user's): without healthd's
   # raise, the requeued job would start after all four

@@ -68,10 +68,13 @@ for node in n1 n2 n3; do
   printf 'fsx@tcp:/fsx /fsx lustre rw,flock 0 0\n' >"$dir/host/$node/proc/mounts"
   rm -f "$dir/host/$node/etc/admin-check"
 done
-# The tests' jobs are submitted by an ordinary account, as on a real cluster (root is the admin, and
-# `nobody` the other user on the node); see tests/integration/helpers.bash.
+# The tests' jobs are submitted by an ordinary account, as on a real cluster (root is the admin);
+# arother is another ordinary user of the same queue; see tests/integration/helpers.bash.
 if ! id arjob >/dev/null 2>&1; then
   useradd --create-home --shell /bin/bash --comment "slurm-auto-resume test jobs" arjob
+fi
+if ! id arother >/dev/null 2>&1; then
+  useradd --create-home --shell /bin/bash --comment "slurm-auto-resume tests, another user" arother
 fi
 # The examples the jobs run, where that user can read them (a checkout under /root is not).
 if [ -n "${AR_EXAMPLES:-}" ]; then
