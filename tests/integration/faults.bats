@@ -136,11 +136,22 @@ script_started() { test -e "$WORK/started-$1-$2"; }
 ctld_log_size() { stat -c %s "$CTLD_LOG"; }
 ctld_log_since() { tail -c +"$(($1 + 1))" "$CTLD_LOG"; }
 job_summary() { scontrol show job "$1" -o 2>&1 | grep -oE '(^| )(JobState|Reason|Restarts|BeginTime|NodeList)=[^ ]*' | tr -d '\n'; }
+# ctld_second LINE: the epoch second of a slurmctld log line ("[2026-12-06T05:25:38.849] ...").
+ctld_second() { date -d "$(sed 's/^\[\([^].]*\).*/\1/' <<<"$1")" +%s; }
+# start_second JOB: the epoch second of the job's StartTime (0 when there is none).
+start_second() { date -d "$(job_start "$1")" +%s 2>/dev/null || echo 0; }
 # started_again JOB CTLD_OFFSET: the job's second attempt was started by slurmctld after the offset
 # and runs. (Just after `scontrol requeue` a job still reads RUNNING with Restarts=1 for a moment.)
+# The start is slurmctld's log line or, where there is none (Slurm 26.05 logs a start by the backfill
+# scheduler only under DebugFlags=HetJob), a StartTime later than the second of the requeue: the
+# requeued job is eligible from the next second at the earliest.
 started_again() {
-  [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = 1 ] &&
-    ctld_log_since "$2" | grep -qE "(Started|Allocate) JobId=$1 "
+  [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = 1 ] || return 1
+  local log requeued
+  log="$(ctld_log_since "$2")"
+  grep -qE "(Started|Allocate) JobId=$1 " <<<"$log" && return 0
+  requeued="$(grep -m1 "Requeuing JobId=$1\$" <<<"$log")" || return 1
+  [ "$(start_second "$1")" -gt "$(ctld_second "$requeued")" ]
 }
 
 # fail WHAT: records a broken promise of the current incident (all are reported at the end).
@@ -187,11 +198,17 @@ promises_kept() {
     broken=1
   else
     # Never released while the node that failed it could still take it (item 13 of issue 10).
-    local drained_at started_at
+    local drained_at started_at drain_line
+    drain_line="$(grep -m1 "update_node: node $victim reason set to: healthd:" <<<"$log")"
     drained_at="$(grep -n "update_node: node $victim reason set to: healthd:" <<<"$log" | head -1 | cut -d: -f1)"
-    started_at="$(grep -n "Started JobId=$job " <<<"$log" | head -1 | cut -d: -f1)"
+    started_at="$(grep -nE "(Started|Allocate) JobId=$job " <<<"$log" | head -1 | cut -d: -f1)"
     if [ -n "$started_at" ] && [ "$started_at" -lt "$drained_at" ]; then
       fail "job $job started again before its faulty node $victim was drained"
+      broken=1
+    elif [ -z "$started_at" ] && [ "$(job_restarts "$job")" = 1 ] &&
+      [ "$(start_second "$job")" -lt "$(ctld_second "$drain_line")" ]; then
+      # no start line (26.05's backfill): the StartTime, to the second, against the drain's
+      fail "job $job started again ($(job_start "$job")) before its faulty node $victim was drained ($drain_line)"
       broken=1
     fi
   fi

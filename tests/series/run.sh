@@ -10,7 +10,7 @@
 #   1. the build, with that series' gcc;
 #   2. every unit test (label unit) and the man page checks (label docs), less examples.pytorch,
 #      whose PyTorch this tier does not install (this machine's own series runs it: README);
-#   3. on 24.11 (on 26.05 with AR_SERIES_CLUSTER=1: see below), on a real 3-node cluster of that series,
+#   3. on a real 3-node cluster of that series (AR_SERIES_CLUSTER=0 leaves this step out),
 #      the suites that hold the promises every series must keep: foundation (the plugin's options, reports and socket in each context), auto_resume (the
 #      fault loop: drain, one requeue, running again off the node, node back; the user's comment
 #      left alone; the cap), step_rerun (a step re-run on a spare node), stall (the watchdog),
@@ -62,21 +62,16 @@ cluster_suites='foundation|auto_resume|step_rerun|stall|ordinary_user|slurm_api'
 step "build ($(gcc -dumpfullversion 2>/dev/null | sed 's/^/gcc /'), Slurm $(dpkg-query -W -f='${Version}' libslurm-dev))" \
   configure_and_build
 step "unit and docs tests" ctest_in -j2 -L '^(unit|docs)$' -E '^examples\.pytorch$'
-# The cluster suites run by default where they have passed whole (24.11: every suite above and the
-# faults.bats incidents, 2026-12-06); on 26.05 only with AR_SERIES_CLUSTER=1 until they do there
-# (README, "Slurm series": its `squeue -u nobody` says "Invalid user"), since a red tier would keep
-# everything else from landing. AR_SERIES_CLUSTER=0 or 1 overrides the default.
-case $series in
-  24.11) cluster_default=1 ;;
-  *) cluster_default=0 ;;
-esac
+# The cluster suites run on every series (AR_SERIES_CLUSTER=0 leaves them out, for a quick check of
+# the build and the package alone).
+cluster_default=1
 if [ "${AR_SERIES_CLUSTER:-$cluster_default}" = 1 ]; then
   step "cluster suites ($cluster_suites)" ctest_in -R "^(cluster_start|integration\.($cluster_suites)|cluster_stop)$"
   AR_BATS_FILTER='an undisturbed incident|SIGKILLed just (before|after) each Slurm call' \
     step "faults: an incident undisturbed, then healthd SIGKILLed before and after each Slurm call" \
     ctest_in -R '^(cluster_start|integration\.faults|cluster_stop)$'
 else
-  echo "=== series $series: cluster suites not run (not yet by default on $series: AR_SERIES_CLUSTER=1 runs them; README, \"Slurm series\")"
+  echo "=== series $series: cluster suites not run (AR_SERIES_CLUSTER=0)"
 fi
 AR_BUILD_DIR=$build AR_PACKAGE_DIR=$build/packages AR_PACKAGE_FORMATS=DEB \
   step "package (.deb built, installed, upgraded, purged)" tests/package/run.sh
