@@ -8,8 +8,8 @@
 #   slurm:   the job has --requeue=expedite and no --auto-resume; at T0 the node is set DOWN with a
 #            reason, as a HealthCheckProgram (NHC) does when it finds the fault: Slurm's own path,
 #            without the health check's detection time (its interval: NHC's default is 300 s)
-#   healthd: the job has --auto-resume=1 and no expedite; at T0 an XID 48 line lands in the node's
-#            kernel log: healthd sees it, drains, requeues and releases the hold
+#   healthd: the job has --auto-resume=1 and no expedite; at T0 an XID 79 line lands in the node's
+#            kernel log: healthd sees it, drains, requeues and releases the hold (then reboots it)
 #   both:    --auto-resume=1 and --requeue=expedite, the XID line: does expedite change healthd's path?
 # Between runs the victim is returned to service (healthd's own drain, or the DOWN of the slurm kind).
 # Under BENCH_SCHED (default "tuned stock", as bench/recovery.sh). Prints each incident and the
@@ -70,8 +70,10 @@ for sched in $scheds; do
       if [ "$kind" = slurm ]; then
         scontrol update nodename="$victim" state=down reason="bench: GPU fault found by a health check"
       else
-        # XID 48 (double-bit ECC): a drain and a requeue, no reboot to wait for before the next run.
-        echo "<4>NVRM: Xid (PCI:0000:17:00): 48, pid=4242, name=python, An uncorrectable double bit error" >>"$dir/host/$victim/var/log/kern.log"
+        # XID 79 (fallen off the bus), as bench/recovery.sh: drain, requeue, then the cure's reboot
+        # (the cluster's fake RebootProgram) gives the node back for the next run. XID 48's cure is a
+        # GPU reset, which this cluster has no command for: the node stayed drained.
+        xid79 >>"$dir/host/$victim/var/log/kern.log"
       fi
       took=$(running_again "$job" "$t0" 300)
       echo "$took" >>"$dir/work/$sched-$kind.tsv"

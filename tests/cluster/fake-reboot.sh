@@ -50,4 +50,13 @@ setsid bash -c '
   slurmd -b -N "$node" -f "$conf" </dev/null
   echo "$(date +%T.%N) $node is back (slurmd rc $?)"
 ' fake-reboot "$node" "$conf" "$dir" "$here" "$slurmd_pid" "${AR_FAKE_REBOOT_SECONDS:-5}" </dev/null >>"$log" 2>&1 &
+# Return only once that child leads its own session: from 26.05, slurmd runs RebootProgram through
+# run_command(), which kills the program's process group as soon as it exits ("kill children too",
+# src/common/run_command.c), and a child not yet out of it died with it, leaving the node in
+# REBOOT_ISSUED for good.
+child=$!
+for _ in $(seq 1 100); do
+  [ "$(awk '{print $6}' "/proc/$child/stat" 2>/dev/null)" = "$child" ] && break
+  sleep 0.02
+done
 exit 0
