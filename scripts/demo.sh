@@ -85,7 +85,8 @@ echo "$victim is back: $(sinfo -h -n "$victim" -o %T) ($(tail -1 "$dir/log/fake-
 wait_for 120 finished "$job"
 echo "job $job ended: $(state_of "$job"), restarts: $(restarts_of "$job")"
 grep '^train: \(attempt\|done\)' "$dir/demo-$job.out" || true
-echo "scontrol show job $job: $(scontrol show job "$job" -o | grep -o 'Comment=.*' | sed 's/ [A-Z][A-Za-z]*=.*$//')"
+# healthd writes the admin comment (AdminComment=), never the user's own --comment.
+echo "scontrol show job $job: $(scontrol show job "$job" -o | grep -o ' AdminComment=.*' | sed 's/^ //; s/ [A-Z][A-Za-z]*=.*$//')"
 
 say "healthctl explain $job (on $victim)"
 "$healthctl" --socket "$dir/run/healthd-$victim.sock" explain "$job"
