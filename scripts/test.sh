@@ -11,8 +11,9 @@
 #   tsan  unit tests under ThreadSanitizer (build/tsan)
 #   fuzz  each libFuzzer target for a bounded time over its seed corpus (build/asan: the asan tier's
 #         build, which compiles the daemon's code once for both)
-#   series-24.11, series-26.05  the build, unit tests, cluster suites and .deb against that Slurm
-#         series, in its Debian chroot (tests/series/run.sh; build/series-SERIES)
+#   series-24.11, series-26.05  the build, man page checks, cluster suites and .deb against that
+#         Slurm series, in its Debian chroot (tests/series/run.sh; build/series-SERIES); the unit
+#         tests too with AR_SERIES_UNIT=1
 # The tiers above run on this machine's own Slurm (22.05, Debian 12). The series tiers run in the
 # background from the start, side by side, beside the others (AR_SERIES_BACKGROUND=0 runs them
 # after the rest): their chroots are made while this machine's tiers build, and their builds
