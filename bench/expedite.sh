@@ -35,10 +35,11 @@ trap 'cluster_down "$dir"' EXIT
 hctl() { "$HEALTHCTL" --socket "$dir/run/healthd-$1.sock" "${@:2}"; }
 known_on() { hctl "$2" jobs --json 2>/dev/null | grep -q "\"job_id\": *$1[,}]"; }
 
-# running_again JOB T0 LIMIT: seconds from T0 to JOB running its second attempt ("-" past LIMIT).
+# running_again JOB VICTIM T0 LIMIT: seconds from T0 to JOB running its second attempt, off VICTIM
+# ("-" past LIMIT).
 running_again() {
-  local job=$1 t0=$2 limit=$3
-  until job_running_attempt "$job" 1; do
+  local job=$1 victim=$2 t0=$3 limit=$4
+  until job_running_attempt "$job" 1 && runs_off "$(scontrol show job "$job" -o 2>/dev/null)" "$victim"; do
     if awk -v e="$(since "$t0")" -v l="$limit" 'BEGIN { exit !(e > l) }'; then
       bench_log "expedite: job $job not running again after $limit s ($(job_state "$job"), restarts $(job_restarts "$job"))"
       echo -
@@ -75,7 +76,7 @@ for sched in $scheds; do
         # GPU reset, which this cluster has no command for: the node stayed drained.
         xid79 >>"$dir/host/$victim/var/log/kern.log"
       fi
-      took=$(running_again "$job" "$t0" 300)
+      took=$(running_again "$job" "$victim" "$t0" 300)
       echo "$took" >>"$dir/work/$sched-$kind.tsv"
       printf '  %-5s %-7s run %d: job %s, fault on %s: running again after %s s (%s)\n' "$sched" "$kind" "$i" "$job" \
         "$victim" "$took" "$(job_field "$job" NodeList)"

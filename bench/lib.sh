@@ -163,6 +163,15 @@ job_state() { job_field "$1" JobState; }
 job_restarts() { job_field "$1" Restarts; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
 job_nodes() { scontrol show hostnames "$(job_field "$1" NodeList)"; }
+# runs_off LINE NODE: the NodeList of a `scontrol show job -o` LINE is set and does not hold NODE.
+# What "running again" must check besides RUNNING and Restarts=1: just after a requeue, slurmctld
+# 24.11 and 26.05 have shown the job RUNNING with Restarts=1 for a moment, with the old attempt's
+# nodes or with none, and a bench that took that for the restart read 0.27 s.
+runs_off() {
+  local list
+  list=$(grep -o ' NodeList=[^ ]*' <<<"$1" | head -1 | cut -d= -f2)
+  [ -n "$list" ] && [ "$list" != "(null)" ] && ! scontrol show hostnames "$list" | grep -qx "$2"
+}
 node_state() { sinfo -h -n "$1" -o '%T'; }
 # In service and free. "mixed" with no job on the node counts as free: after a job was requeued off
 # a draining node, slurmctld 22.05 has been seen to keep one CPU of the node counted as allocated

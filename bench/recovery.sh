@@ -71,7 +71,7 @@ watch() {
       DRAINED=$(sub_s "$(now_s)" "$t0")
     fi
     if [ "$REQUEUED" = - ] && { [ "${rs:-0}" -ge 1 ] || [[ "$st" == REQUEUE* ]]; }; then REQUEUED=$(sub_s "$t" "$t0"); fi
-    if [ "$st" = RUNNING ] && [ "${rs:-0}" = 1 ]; then
+    if [ "$st" = RUNNING ] && [ "${rs:-0}" = 1 ] && runs_off "$line" "$node"; then
       RUNNING=$(sub_s "$t" "$t0")
       break
     fi

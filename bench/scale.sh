@@ -136,8 +136,14 @@ per_min_node() { awk -v c="$1" -v s="$2" -v n="$3" 'BEGIN { printf "%.2f", c / (
 
 known_on() { hctl "$2" jobs --json 2>/dev/null | grep -q "\"job_id\": *$1[,}]"; }
 batch_host() { job_field "$1" BatchHost; }
-job_off() { local n; for n in "${@:2}"; do job_nodes "$1" | grep -qx "$n" && return 1; done; return 0; }
-running_again_off() { job_running_attempt "$1" 1 && job_off "$@"; }
+# running_again_off JOB NODE...: the second attempt runs, on a node list that holds none of NODE
+# (runs_off in lib.sh: an empty list, shown a moment after a requeue, is not a restart).
+running_again_off() {
+  local line n
+  job_running_attempt "$1" 1 || return 1
+  line=$(scontrol show job "$1" -o 2>/dev/null)
+  for n in "${@:2}"; do runs_off "$line" "$n" || return 1; done
+}
 # a job on N nodes whose step hangs; a restarted attempt only sleeps
 submit_wide() {
   sbatch --parsable -N"$1" -o /dev/null --auto-resume=1 --wrap "
