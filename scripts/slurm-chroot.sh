@@ -77,7 +77,8 @@ in_chroot() {
     exec chroot "$dir" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       DEBIAN_FRONTEND=noninteractive AR_SLURM_SERIES="${AR_SLURM_SERIES:-}" \
-      AR_SERIES_CLUSTER="${AR_SERIES_CLUSTER:-}" \
+      AR_SERIES_CLUSTER="${AR_SERIES_CLUSTER:-}" AR_SERIES_UNIT="${AR_SERIES_UNIT:-}" \
+      AR_SERIES_FAULTS="${AR_SERIES_FAULTS:-}" AR_BATS_FILTER="${AR_BATS_FILTER:-}" \
       /bin/bash -c "cd \"\$0\" && exec \"\$@\"" "$src" "$@"
   ' in_chroot "$dir" "$src" "$@"
 }

@@ -83,6 +83,9 @@ mce_line() { echo "<0>mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 5: be0
 
 node_state() { sinfo -h -n "$1" -o '%T'; }
 node_reason() { scontrol show node "$1" -o | grep -o 'Reason=.*' | sed 's/ \[[^]]*\]$//; s/^Reason=//'; }
+# node_drained NODE: the node's state has the DRAIN flag (DRAINING or DRAINED). Not its reason: 24.11
+# has shown a node IDLE again after healthd's resume with the drain's reason still on it.
+node_drained() { scontrol show node "$1" -o | grep -q ' State=[A-Z_+]*DRAIN'; }
 # In service and free. "mixed" with no job on the node counts as free: after a job was requeued off
 # a draining node, slurmctld 22.05 has been seen to keep one CPU of the node counted as allocated
 # for about two minutes (sinfo "mixed", no job on it in squeue) while it schedules new jobs on it.

@@ -45,7 +45,7 @@ only_node() { job_nodes "$1" | head -1; }
 # on 26.05, where the restarted job reached its third node first).
 others_in_service() {
   local n
-  for n in $AR_CLUSTER_NODES; do [ "$n" = "$1" ] || [ -z "$(node_reason "$n")" ] || return 1; done
+  for n in $AR_CLUSTER_NODES; do [ "$n" = "$1" ] || ! node_drained "$n" || return 1; done
 }
 
 # fault_each_attempt JOB N: N faults in a row, one on the node of each attempt, each answered by a
