@@ -140,17 +140,20 @@ job_summary() { scontrol show job "$1" -o 2>&1 | grep -oE '(^| )(JobState|Reason
 ctld_second() { date -d "$(sed 's/^\[\([^].]*\).*/\1/' <<<"$1")" +%s; }
 # start_second JOB: the epoch second of the job's StartTime (0 when there is none).
 start_second() { date -d "$(job_start "$1")" +%s 2>/dev/null || echo 0; }
-# started_again JOB CTLD_OFFSET: the job's second attempt was started by slurmctld after the offset
-# and runs. (Just after `scontrol requeue` a job still reads RUNNING with Restarts=1 for a moment.)
-# The start is slurmctld's log line or, where there is none (Slurm 26.05 logs a start by the backfill
-# scheduler only under DebugFlags=HetJob), a StartTime later than the second of the requeue: the
-# requeued job is eligible from the next second at the earliest.
+# started_again JOB CTLD_OFFSET VICTIM: the job's second attempt was started by slurmctld after the
+# offset and runs. (Just after `scontrol requeue` a job still reads RUNNING with Restarts=1 for a
+# moment, with the old nodes or none, and a StartTime that is only the expected start.) The start is
+# slurmctld's log line or, where there is none (Slurm 26.05 logs a start by the backfill scheduler
+# only under DebugFlags=HetJob), a StartTime later than the second of the requeue on a node list
+# that is set and holds no VICTIM.
 started_again() {
   [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = 1 ] || return 1
-  local log requeued
+  local log requeued nodes
   log="$(ctld_log_since "$2")"
   grep -qE "(Started|Allocate) JobId=$1 " <<<"$log" && return 0
   requeued="$(grep -m1 "Requeuing JobId=$1\$" <<<"$log")" || return 1
+  nodes="$(job_nodes "$1")"
+  [ -n "$nodes" ] && ! grep -qx "$3" <<<"$nodes" || return 1
   [ "$(start_second "$1")" -gt "$(ctld_second "$requeued")" ]
 }
 
@@ -164,7 +167,7 @@ fail() {
 # VICTIM; slurmctld's log from CTLD_OFFSET on is what Slurm was asked. Returns 1 if any was broken.
 promises_kept() {
   local job=$1 victim=$2 off=$3 deadline=${4:-20} broken=0 t0=$SECONDS comment_wait=10
-  if ! wait_until "$deadline" started_again "$job" "$off" 2>/dev/null; then
+  if ! wait_until "$deadline" started_again "$job" "$off" "$victim" 2>/dev/null; then
     comment_wait=0
     local s
     s="$(job_summary "$job")"
