@@ -22,7 +22,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "actions/slurm_api_client.hpp"
 
 using namespace ar::healthd;

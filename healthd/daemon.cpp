@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "actions/slurm_api_client.hpp"
 #include "checks/burn_in/burn_in_check.hpp"
 #include "checks/ec2/ec2_config.hpp"
@@ -28,12 +28,12 @@
 #include "state/journal.hpp"
 #include "engine/responder.hpp"
 #include "state/timeline.hpp"
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 #include "telemetry/metrics.hpp"
 #include "telemetry/notice_log.hpp"
 #include "telemetry/webhook.hpp"
 #include "runtime/periodic.hpp"
-#include "runtime/registry_saver.hpp"
+#include "state/registry_saver.hpp"
 #include "server/request_handler.hpp"
 #include "server/socket_server.hpp"
 #include "state/job_registry.hpp"

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "config/config.hpp"
 #include "daemon.hpp"
 #include "runtime/logging.hpp"

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "config/fields.hpp"
 #include "text/text.hpp"
 

@@ -30,13 +30,13 @@
 #include <nlohmann/json.hpp>
 
 #include "actions/gpu_reset.hpp"
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
 #include "runtime/backoff.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 
@@ -72,7 +72,7 @@ class SlurmActions {
                HookRunner run_hook = {});
 
   void set_policy(const PolicyConfig& p) { policy_ = p; }
-  // Where notices of what was carried out go (telemetry/notice.hpp), and after how many failed tries
+  // Where notices of what was carried out go (vocabulary/notice.hpp), and after how many failed tries
   // in a row an action is said to be failing. Unset: none are raised.
   void set_notices(NoticeSink* sink, std::uint32_t failing_after) {
     notices_ = sink;

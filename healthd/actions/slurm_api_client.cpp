@@ -14,7 +14,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "auto_resume/slurm_series.hpp"
-#include "process.hpp"
+#include "runtime/process.hpp"
 #include "slurm_records.hpp"
 
 namespace ar::healthd {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 
 namespace ar::healthd {
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "config/fields.hpp"
 #include "config/profiles.hpp"
 

@@ -16,11 +16,11 @@
 #include <memory>
 #include <span>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "config/check_settings.hpp"
 #include "config/cure_config.hpp"
 #include "config/telemetry_config.hpp"
-#include "server/limits.hpp"
+#include "config/server_limits.hpp"
 
 namespace ar::healthd {
 
@@ -121,7 +121,7 @@ struct Config {
   std::string instance_type;                           // profile name (config/profiles.hpp); empty: none
   std::filesystem::path profile_dir = "/etc/healthd/profiles.d";  // the admin's own profiles (*.toml)
   // Variables of healthd's environment its children (scontrol, scripts, dcgmi) get besides
-  // SLURM_CONF and TZ; everything else is left out (actions/process.hpp).
+  // SLURM_CONF and TZ; everything else is left out (runtime/process.hpp).
   std::vector<std::string> child_env;
 
   PolicyConfig policy;        // [policy]

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 
 namespace ar::healthd {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 
 namespace ar::healthd {
 

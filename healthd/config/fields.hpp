@@ -22,7 +22,7 @@
 
 #include <toml++/toml.h>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {

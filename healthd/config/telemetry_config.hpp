@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 

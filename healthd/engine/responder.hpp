@@ -116,7 +116,7 @@ class Responder {
 
   nlohmann::json status() const;
 
-  // Where notices go (telemetry/notice.hpp): incidents here, what was carried out in the actions.
+  // Where notices go (vocabulary/notice.hpp): incidents here, what was carried out in the actions.
   void set_notices(NoticeSink* sink, std::uint32_t failing_after) {
     notices_ = sink;
     actions_.set_notices(sink, failing_after);

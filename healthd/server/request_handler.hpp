@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "log_budget.hpp"
+#include "runtime/log_budget.hpp"
 #include "state/job_registry.hpp"
 
 namespace ar::healthd {

@@ -23,8 +23,8 @@
 
 #include <asio.hpp>
 
-#include "limits.hpp"
-#include "log_budget.hpp"
+#include "config/server_limits.hpp"
+#include "runtime/log_budget.hpp"
 #include "request_handler.hpp"
 
 namespace ar::healthd {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "state/background_writer.hpp"
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 

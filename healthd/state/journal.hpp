@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "runtime/backoff.hpp"
 
 namespace ar::healthd {

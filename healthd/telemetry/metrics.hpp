@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/telemetry_config.hpp"
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 
@@ -41,7 +41,7 @@ class Metrics final : public NoticeSink {
 
   // The engine's status after a sweep (Engine::status(): "checks", "node", "gpus", "sweep_ms", ...).
   void observe_status(const nlohmann::json& health);
-  // A notice (telemetry/notice.hpp): counted by kind and code.
+  // A notice (vocabulary/notice.hpp): counted by kind and code.
   void notify(const Notice& n) noexcept override;
   // One call to slurmctld: which call ("load_job", "update_node", ...), how long it took, and
   // whether Slurm answered (an error answer counts as answered; a timeout or no connection not).

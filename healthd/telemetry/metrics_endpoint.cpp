@@ -16,7 +16,7 @@
 #include <asio.hpp>
 #include <spdlog/spdlog.h>
 
-#include "server/log_budget.hpp"
+#include "runtime/log_budget.hpp"
 
 namespace ar::healthd {
 // Named, not anonymous: MetricsEndpoint::Impl (declared in the header, so of external linkage) is a

@@ -5,7 +5,7 @@
 // finds it ("node n1 is faulty: CODE: message (action drain)"), not again here.
 #pragma once
 
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 

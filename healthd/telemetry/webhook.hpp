@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/telemetry_config.hpp"
-#include "telemetry/notice.hpp"
+#include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "temp_dir.hpp"
 
 using namespace ar::healthd;

@@ -1398,7 +1398,7 @@ TEST(Hooks, ReportOnlyFinishesAJournalledDrainButRunsNoHook) {
   EXPECT_TRUE(rec.seen().empty());
 }
 
-// ---- notices (telemetry/notice.hpp) and admin actions through healthctl --------------------------
+// ---- notices (vocabulary/notice.hpp) and admin actions through healthctl --------------------------
 
 namespace {
 

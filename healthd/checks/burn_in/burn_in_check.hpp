@@ -18,7 +18,7 @@
 #include <optional>
 #include <thread>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "checks/check.hpp"
 #include "config/cure_config.hpp"
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {

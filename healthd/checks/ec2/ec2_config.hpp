@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "collectors/gpu_snapshot.hpp"
 #include "text/json_read.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "collectors/kernel_log_reader.hpp"
 #include "config/check_settings.hpp"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {

@@ -7,7 +7,7 @@
 #include "checks/check.hpp"
 #include "checks/check_kind.hpp"
 #include "checks/script/script_config.hpp"
-#include "actions/process.hpp"
+#include "runtime/process.hpp"
 
 namespace ar::healthd {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "actions/action.hpp"
+#include "vocabulary/action.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {

@@ -1,4 +1,4 @@
-#include "process.hpp"
+#include "runtime/process.hpp"
 
 #include "text/text.hpp"
 

@@ -1,4 +1,4 @@
-#include "action.hpp"
+#include "vocabulary/action.hpp"
 
 namespace ar::healthd {
 
