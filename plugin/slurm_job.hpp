@@ -26,11 +26,4 @@ struct JobFacts {
 // The job's record from slurmctld (this cluster's only), or nullopt when slurmctld did not answer.
 std::optional<JobFacts> read_job(std::uint32_t job_id);
 
-// Whether `node` is one of the nodes of the host list expression `list`.
-bool host_list_holds(const std::string& list, const std::string& node);
-
-// This node's name for the step: the entry at `node_id` of the host list `list` (nullopt when the
-// list is bad or too short).
-std::optional<std::string> host_at(const std::string& list, std::uint32_t node_id);
-
 }  // namespace ar::plugin

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "slurm_job.hpp"
+#include "host_list.hpp"
 
 // spank.h declares the slurm_spank_* hooks outside its own extern "C" block: include it as C.
 extern "C" {
