@@ -28,7 +28,7 @@ constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
 // ranked ahead of ours (an earlier second, or the same one and a smaller name) is in place. Ours was
 // stamped at the latest when it was seen taken; 2 s after that, its second has ended on slurmctld's
 // clock whatever this node's clock says.
-constexpr auto kShareSettle = std::chrono::seconds(2);
+using policy::kShareSettle;
 
 // Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters
 // (never inside one: a cut UTF-8 sequence is what made state writes throw).
@@ -461,100 +461,118 @@ std::expected<std::optional<std::string>, std::string> SlurmActions::node_still_
                                     (info->reason.empty() ? "" : " (" + sanitize(info->reason, 120) + ")"));
 }
 
-std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now) {
-  if (job.restart_count > e.restart_count) {
-    // Another node's healthd requeued this attempt already (its daemon releases and annotates).
-    journal_.mark_requeued(e.job_id, e.restart_count);
-    timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
-                                                                      " was already requeued"});
-    follow(e.job_id, e.restart_count + 1, now);
-    return true;
-  }
-  if (e.code == kStall && job.state != "RUNNING") {
-    // Ended, cancelled or suspended since the stall was confirmed: a stall of a job that is not
-    // running says nothing, and a requeue would run a finished job again.
-    journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
-    timeline_.record(e.job_id, {now, node_, "stall: nothing done", "the job is " + job.state + " now"});
-    return true;
-  }
-  // The user may lower the admin's cap for their job, never raise it. Step re-runs count with the
-  // requeues; a re-run another node made for this same failure is not a resume of its own.
-  const std::uint32_t cap = std::min(policy_.max_resumes, e.cap.value_or(policy_.max_resumes));
-  const std::uint32_t reruns = step_reruns_so_far(job);
-  const bool rerun_elsewhere =
+policy::RequeueFacts SlurmActions::requeue_facts(const JournalEntry& e, const JobInfo& job, WallTime now) const {
+  policy::RequeueFacts f;
+  f.code = e.code;
+  f.attempt = e.restart_count;
+  f.user_cap = e.cap;
+  f.rerun_step = e.rerun_step.has_value();
+  f.job_restart_count = job.restart_count;
+  f.job_state = job.state;
+  f.job_requeue = job.requeue;
+  f.job_nodes = job.nodes;
+  f.step_reruns = step_reruns_so_far(job);
+  f.rerun_asked_elsewhere =
       e.rerun_step && asks_step_rerun(parse_attempt_comment(auto_resume_line(job.admin_comment)), *e.rerun_step, job.restart_count);
-  if (e.restart_count + reruns >= cap && !rerun_elsewhere) {
-    std::string why = "auto-resume: not resumed: the cap of " + std::to_string(cap) +
-                      " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
-    spdlog::error("job {}: {}", e.job_id, why);
-    if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
-    // The job ends as it would have without auto-resume. A step that failed has ended it already; a
-    // job hung on the faulty node would hold its allocation forever, so it is ended here.
-    if (job.state == "RUNNING") {
-      if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
-      why += e.code == kStall ? "; the job, making no progress, is cancelled"
-                              : "; the job, still running on a faulty node, is cancelled";
+  f.max_resumes = policy_.max_resumes;
+  f.stall_action = policy_.stall_action;
+  f.node = node_;
+  for (const auto& d : journal_.pending())
+    if (d.kind == Action::drain && d.node == node_) {
+      f.drain_pending = d.next_try;
+      break;
     }
-    journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
-    timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
-    notice(NoticeKind::resume_cap, e, why, job.state == "RUNNING" ? "cancel" : "none", now);
-    return true;
+  if (const auto& own = journal_.own_drain()) {
+    f.own_drain = true;
+    f.share_look = own->share_look;
+    f.burst = own->burst;
   }
-  if (job.state == "PENDING") return true;  // not running (held, or requeued by Slurm itself)
-  if (e.code == kStall && policy_.stall_action == StallAction::cancel) return stall_cancel(e, job, now);
-  if (!job.requeue && !e.rerun_step) return refuse_requeue(e, job, now);
-  if (e.code != kAppFailure && e.code != kStall) {
-    // The drain goes first: a job released while its faulty node can still take it may start there
-    // again. A drain that Slurm has not taken yet (slurmctld not answering) keeps the requeue waiting
-    // with it, whatever the requeue's own schedule says.
-    for (const auto& d : journal_.pending())
-      if (d.kind == Action::drain && d.node == node_) {
-        journal_.wait_until(e.id, std::max(d.next_try, now + std::chrono::milliseconds(50)), "waiting for the drain of " + node_);
-        return false;
-      }
-    // In a burst of drains (a fabric-wide event) ours may still be given back for max_drained_share
-    // once its second is over; a job requeued before that would be restarted for a node that goes
-    // back into service. The requeue waits for that look (settle_share runs first in the same pass),
-    // unless the job is on another node of the burst (requeued for that one anyway), and never
-    // longer than the look is due after a drain: a look further off (a state file's, a clock stepped
-    // back) does not hold the job.
-    const auto& own = journal_.own_drain();
-    const auto may_wait = [&] {  // an unknown burst (after a restart) waits
-      return !own->burst || (!own->burst->empty() && std::none_of(job.nodes.begin(), job.nodes.end(), [&](const auto& n) {
-                               return n != node_ && has(*own->burst, n);
-                             }));
-    };
-    if (own && own->share_look && *own->share_look <= now + kShareSettle && may_wait()) {
-      journal_.wait_until(e.id, std::max(*own->share_look, now + std::chrono::milliseconds(50)),
-                          "waiting for the second look at max_drained_share (drains in a burst)");
-      return false;
-    }
+  f.now = now;
+  return f;
+}
+
+// The decision is policy/requeue_policy's; what is here carries it out.
+std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now) {
+  using policy::RequeueVerdict;
+  const auto facts = requeue_facts(e, job, now);
+  auto d = policy::decide_requeue(facts);
+  std::optional<std::string> in_service;  // look_at_node: why the node is still schedulable, if it is
+  if (d.verdict == RequeueVerdict::look_at_node) {
     auto schedulable = node_still_schedulable(e);
     if (!schedulable) return std::unexpected(schedulable.error());
-    if (*schedulable) {
-      // Not drained although faulty: someone returned it to service while the fault persists (an
-      // admin's resume overrides healthd), or the drain was withheld (max_drained_share). Requeueing
-      // would send the job back onto the fault, over and over; the job is left as it is, and said so.
-      std::string why = **schedulable + " although " + e.code + " persists: " +
-                        (withheld_.empty() ? "someone returned it to service, which overrides healthd"
-                                           : "the drain was withheld (" + withheld_ + ")") +
-                        "; not requeued, so it cannot restart onto the fault";
-      if (overridden_ != e.code) spdlog::warn("node {}: {}", node_, why);
-      overridden_ = e.code;
-      journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
-      timeline_.record(e.job_id, {now, node_, "not requeued", why});
-      return true;
-    }
+    in_service = *schedulable;
+    d = policy::after_node_look(facts, in_service.has_value());
   }
-  if (e.rerun_step) {
-    auto rerun = rerun_step(e, job, now);
-    if (!rerun) return std::unexpected(rerun.error());
-    if (!*rerun) return true;  // the step runs again inside the allocation
-    if (!(*rerun)->empty())
-      timeline_.record(e.job_id, {now, node_, "not re-run in the allocation", **rerun + "; the job is requeued instead"});
-    if (!job.requeue) return refuse_requeue(e, job, now);
+  switch (d.verdict) {
+    case RequeueVerdict::requeued_elsewhere:
+      // Another node's healthd requeued this attempt already (its daemon releases and annotates).
+      journal_.mark_requeued(e.job_id, e.restart_count);
+      timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
+                                                                        " was already requeued"});
+      follow(e.job_id, e.restart_count + 1, now);
+      return true;
+    case RequeueVerdict::stall_not_running:
+      journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
+      timeline_.record(e.job_id, {now, node_, "stall: nothing done", "the job is " + job.state + " now"});
+      return true;
+    case RequeueVerdict::cap_reached: return resume_cap_reached(e, job, d, now);
+    case RequeueVerdict::leave_pending: return true;
+    case RequeueVerdict::stall_cancel: return stall_cancel(e, job, now);
+    case RequeueVerdict::refuse: return refuse_requeue(e, job, now);
+    case RequeueVerdict::wait_for_drain:
+      journal_.wait_until(e.id, d.until, "waiting for the drain of " + node_);
+      return false;
+    case RequeueVerdict::wait_for_share_look:
+      journal_.wait_until(e.id, d.until, "waiting for the second look at max_drained_share (drains in a burst)");
+      return false;
+    case RequeueVerdict::look_at_node: break;  // answered above
+    case RequeueVerdict::not_requeued: return leave_on_fault(e, in_service.value_or(""), now);
+    case RequeueVerdict::try_rerun: {
+      auto rerun = rerun_step(e, job, now);
+      if (!rerun) return std::unexpected(rerun.error());
+      if (!*rerun) return true;  // the step runs again inside the allocation
+      if (!(*rerun)->empty())
+        timeline_.record(e.job_id, {now, node_, "not re-run in the allocation", **rerun + "; the job is requeued instead"});
+      if (policy::after_rerun_declined(facts).verdict == RequeueVerdict::refuse) return refuse_requeue(e, job, now);
+      break;
+    }
+    case RequeueVerdict::requeue: break;
   }
   return next_step(e, RequeueStep::requeue, now);
+}
+
+// The job ends as it would have without auto-resume: said where the user and the admin look, and a
+// job still running on a faulty node (or stalled) is cancelled, as it would hold its allocation forever.
+std::expected<bool, std::string> SlurmActions::resume_cap_reached(const JournalEntry& e, const JobInfo& job,
+                                                                  const policy::RequeueDecision& d, WallTime now) {
+  std::string why = "auto-resume: not resumed: the cap of " + std::to_string(d.cap) +
+                    " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
+  spdlog::error("job {}: {}", e.job_id, why);
+  if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+  if (d.cancel) {
+    if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
+    why += e.code == kStall ? "; the job, making no progress, is cancelled"
+                            : "; the job, still running on a faulty node, is cancelled";
+  }
+  journal_.mark_requeued(e.job_id, e.restart_count);  // decided: never again for this attempt
+  timeline_.record(e.job_id, {now, node_, "resume cap reached", why});
+  notice(NoticeKind::resume_cap, e, why, d.cancel ? "cancel" : "none", now);
+  return true;
+}
+
+// Not drained although faulty: the job is left as it is, and said so (`why_in_service`: what Slurm
+// showed of the node).
+std::expected<bool, std::string> SlurmActions::leave_on_fault(const JournalEntry& e, const std::string& why_in_service,
+                                                              WallTime now) {
+  std::string why = why_in_service + " although " + e.code + " persists: " +
+                    (withheld_.empty() ? "someone returned it to service, which overrides healthd"
+                                       : "the drain was withheld (" + withheld_ + ")") +
+                    "; not requeued, so it cannot restart onto the fault";
+  if (overridden_ != e.code) spdlog::warn("node {}: {}", node_, why);
+  overridden_ = e.code;
+  journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
+  timeline_.record(e.job_id, {now, node_, "not requeued", why});
+  return true;
 }
 
 std::expected<bool, std::string> SlurmActions::refuse_requeue(const JournalEntry& e, const JobInfo& job, WallTime now) {

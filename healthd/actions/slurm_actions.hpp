@@ -36,16 +36,14 @@
 #include "runtime/backoff.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
+#include "policy/requeue_policy.hpp"
+#include "vocabulary/fault_codes.hpp"
 #include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 
 // The start of every drain reason healthd writes: how its own drains are told from an admin's.
 inline constexpr const char* kReasonPrefix = "healthd:";
-// The code of a requeue asked by policy for a failure on a healthy node (resume_on_any_failure).
-inline constexpr const char* kAppFailure = "APP-FAILURE";
-// A job's heartbeat stood still while every node of it checked healthy (engine/stall_watch.hpp).
-inline constexpr const char* kStall = "STALL";
 
 // Whether a cure's replace step can run here: some [[policy.hook]] runs on replace (the hook is what
 // asks for the new hardware). Nothing: it can.
@@ -142,6 +140,10 @@ class SlurmActions {
   // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
   // false: waiting, the entry's next try is set.
   std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
+  policy::RequeueFacts requeue_facts(const JournalEntry& e, const JobInfo& job, WallTime now) const;
+  std::expected<bool, std::string> resume_cap_reached(const JournalEntry& e, const JobInfo& job,
+                                                      const policy::RequeueDecision& d, WallTime now);
+  std::expected<bool, std::string> leave_on_fault(const JournalEntry& e, const std::string& why_in_service, WallTime now);
   std::expected<bool, std::string> stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now);
   // The job does not allow requeue: said once, decided for this attempt.
   std::expected<bool, std::string> refuse_requeue(const JournalEntry& e, const JobInfo& job, WallTime now);
