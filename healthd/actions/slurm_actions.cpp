@@ -174,35 +174,6 @@ std::expected<void, std::string> SlurmActions::annotate(std::uint32_t job_id, co
   return {};
 }
 
-// Why draining `self` takes one of its partitions past max_drained_share, judged on Slurm's node
-// table `table`; "" when none. Before our drain (`after_own_drain` false) every drained node counts.
-// After it, only those ahead of ours: anyone else's drain (an admin's, Slurm's), and healthd drains
-// set earlier (reason time, then name, so that every daemon looking at the same records ranks them
-// alike and exactly the ones past the share step back).
-std::string SlurmActions::share_exceeded(const std::vector<NodeInfo>& table, const NodeInfo& self, bool after_own_drain) const {
-  if (after_own_drain && !self.drained_or_draining()) return {};  // resumed meanwhile: nothing to rank
-  const auto ahead = [&](const NodeInfo& n) {
-    if (!after_own_drain || !starts_with(n.reason, kReasonPrefix)) return true;
-    return std::pair(n.reason_time, n.name) < std::pair(self.reason_time, self.name);
-  };
-  for (const auto& partition : self.partitions) {
-    // `self` is in the table and in the partition: never "0 of 0 drained", which withheld every
-    // drain when a cut-off text was read (issue 11).
-    std::size_t members = 0, drained = 0;
-    for (const auto& n : table) {
-      if (std::find(n.partitions.begin(), n.partitions.end(), partition) == n.partitions.end()) continue;
-      ++members;
-      if (n.name != self.name && n.drained_or_draining() && ahead(n)) ++drained;
-    }
-    const auto limit = static_cast<std::size_t>(std::floor(policy_.max_drained_share * static_cast<double>(members)));
-    if (drained + 1 <= limit) continue;
-    return std::to_string(drained) + " of " + std::to_string(members) + " nodes of partition " + partition +
-           (after_own_drain ? " were drained before it" : " are drained already") + " (max_drained_share " +
-           std::to_string(policy_.max_drained_share) + ")";
-  }
-  return {};
-}
-
 // Whether max_drained_share can hold back a drain: not an admin's (theirs to decide), and not at 1
 // (every node may be drained), where judging it would read the whole node table for nothing.
 bool SlurmActions::share_applies(const JournalEntry& e) const { return !e.admin && policy_.max_drained_share < 1.0; }
@@ -217,31 +188,11 @@ std::expected<SlurmActions::TableView, std::string> SlurmActions::read_table(con
   return TableView{std::move(*table), std::move(found)};
 }
 
-// Only a drain ranked ahead of ours that lands after the look just after ours can give ours back at
-// the look once its second is over: a healthd drain of the same second with a smaller name, in a
-// burst of drains by the daemons of other nodes hit by the same event. How many more will land, and
-// ahead of ours, no look can tell: at 64 nodes the drains given back were those of the first few
-// daemons to drain (large names, seeing 0-3 others). So any other healthd drain stamped within
-// kShareSettle of ours makes the requeue wait for that look; a single fault does not wait. Not
-// caught: the very first drain of a burst to land, seeing none of the others yet (bench/RESULTS.md,
-// "At cluster scale"). The burst's nodes are kept: a job on one of them besides ours (a few faulty
-// nodes of one job) is requeued for that one anyway, and does not wait (requeue_decide).
-std::vector<std::string> SlurmActions::burst_around(const TableView& look) {
-  std::vector<std::string> burst;
-  for (const auto& n : look.table)
-    if (n.name != look.self.name && n.drained_or_draining() && starts_with(n.reason, kReasonPrefix) &&
-        // in double: a reason time is Slurm's field, and no difference of two may overflow
-        std::abs(static_cast<double>(n.reason_time) - static_cast<double>(look.self.reason_time)) <=
-            static_cast<double>(kShareSettle.count()))
-      burst.push_back(n.name);
-  return burst;
-}
-
 // Ranks our drain, in place, against the others of each partition; when it is past the share, gives
 // it back (resume) and answers why. Nothing: kept (or a reboot already under way, after which the node
 // is still drained and healthd returns it once healthy). An error: the resume failed; the drain stays.
 std::expected<std::optional<std::string>, std::string> SlurmActions::give_back_past_share(const TableView& view) {
-  const auto over = share_exceeded(view.table, view.self, true);
+  const auto over = policy::share_exceeded(view.table, view.self, true, policy_.max_drained_share);
   if (over.empty()) return std::optional<std::string>();
   // A reboot slurmd has been told to do cannot be called off; a resume now would only lose the
   // node's way back (healthd returns it after the reboot). One asked for but not begun can.
@@ -356,7 +307,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
   }
   // Never take out more than the allowed share of any partition this node is in.
   if (judge_share) {
-    if (auto over = share_exceeded(view->table, info, false); !over.empty()) {
+    if (auto over = policy::share_exceeded(view->table, info, false, policy_.max_drained_share); !over.empty()) {
       withheld_ = "drain of " + e.node + " withheld: " + over;
       spdlog::error("{}; fault: {}", withheld_, e.reason);
       return true;
@@ -402,7 +353,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
       return true;
     }
     // A failed look keeps the drain and goes on as without a share: the requeue does not wait.
-    if (again) burst = burst_around(*again);
+    if (again) burst = policy::burst_around(again->table, again->self);
   }
   withheld_.clear();
   own_drain_from(e, rebooting, reboot_error, now, cannot_reboot, reboot_later);

@@ -37,13 +37,12 @@
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
 #include "policy/requeue_policy.hpp"
+#include "policy/share_policy.hpp"
 #include "vocabulary/fault_codes.hpp"
 #include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
 
-// The start of every drain reason healthd writes: how its own drains are told from an admin's.
-inline constexpr const char* kReasonPrefix = "healthd:";
 
 // Whether a cure's replace step can run here: some [[policy.hook]] runs on replace (the hook is what
 // asks for the new hardware). Nothing: it can.
@@ -123,10 +122,6 @@ class SlurmActions {
     NodeInfo self;
   };
   std::expected<TableView, std::string> read_table(const std::string& node);
-  std::string share_exceeded(const std::vector<NodeInfo>& table, const NodeInfo& self, bool after_own_drain) const;
-  // The nodes whose drains make ours, kept at the look just after it, one that may still be given
-  // back by the look once its second is over (settle_share); none: it will not be.
-  static std::vector<std::string> burst_around(const TableView& look);
   bool share_applies(const JournalEntry& e) const;
   std::expected<std::optional<std::string>, std::string> give_back_past_share(const TableView& view);
   // Our drain's second look at max_drained_share, once the second Slurm stamped it with is over on

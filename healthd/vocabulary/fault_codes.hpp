@@ -1,5 +1,6 @@
-// The fault codes healthd gives failures that are not a check's fault (a check's code names its
-// own fault: GPU-XID-79, MCE, ...). Journal entries, the admin comment and the timeline carry them.
+// healthd's own marks: the fault codes it gives failures that are not a check's fault (a check's
+// code names its own fault: GPU-XID-79, MCE, ...), which journal entries, the admin comment and the
+// timeline carry; and the start of its drain reasons, by which its drains are told from others'.
 #pragma once
 
 namespace ar::healthd {
@@ -8,5 +9,7 @@ namespace ar::healthd {
 inline constexpr const char* kAppFailure = "APP-FAILURE";
 // A job's heartbeat stood still while every node of it checked healthy (engine/stall_watch.hpp).
 inline constexpr const char* kStall = "STALL";
+// The start of every drain reason healthd writes: how its own drains are told from an admin's.
+inline constexpr const char* kReasonPrefix = "healthd:";
 
 }  // namespace ar::healthd
