@@ -14,7 +14,7 @@ namespace {
 XidEvent event(unsigned xid, XidCheck::Clock::time_point at, std::string source = "nvml", std::string gpu = "0000:18:00") {
   return {xid, std::move(gpu), std::move(source), "xid " + std::to_string(xid), at};
 }
-const XidCheck::Clock::time_point t0 = XidCheck::Clock::time_point(std::chrono::seconds(1'800'000'000));
+const XidCheck::Clock::time_point xid_t0 = XidCheck::Clock::time_point(std::chrono::seconds(1'800'000'000));
 }  // namespace
 
 TEST(XidPolicy, DefaultsFollowTheCatalogueBuckets) {
@@ -99,8 +99,8 @@ TEST(XidLine, OnlyTheDriversOwnRecordIsAnXid) {
 TEST(XidCheck, ARebootXidIsAFaultCallingForAReboot) {
   XidCheck check(XidPolicy::defaults(), 60s);
   check.set_gpu_labels({{"0000:18:00", "GPU 1 (00000000:18:00.0, GPU-aaa)"}});
-  EXPECT_TRUE(check.record(event(79, t0)));
-  auto r = check.judge(t0 + 1s);
+  EXPECT_TRUE(check.record(event(79, xid_t0)));
+  auto r = check.judge(xid_t0 + 1s);
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.action, Action::reboot);
   EXPECT_EQ(r.code, "GPU-XID-79");
@@ -109,8 +109,8 @@ TEST(XidCheck, ARebootXidIsAFaultCallingForAReboot) {
 
 TEST(XidCheck, AnApplicationXidOnlyWarns) {
   XidCheck check(XidPolicy::defaults(), 60s);
-  EXPECT_FALSE(check.record(event(13, t0)));
-  auto r = check.judge(t0 + 1s);
+  EXPECT_FALSE(check.record(event(13, xid_t0)));
+  auto r = check.judge(xid_t0 + 1s);
   EXPECT_EQ(r.status, Status::warn);
   EXPECT_LT(r.action, Action::drain);
 }
@@ -119,40 +119,40 @@ TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
   auto policy = XidPolicy::defaults();
   policy.set(48, {Action::reset_gpu, 2, 600s, "double-bit ECC error"});
   XidCheck check(policy, 60s);
-  EXPECT_FALSE(check.record(event(48, t0, "nvml")));
-  EXPECT_FALSE(check.record(event(48, t0 + 1s, "kernel_log")));  // the same one, seen in the log
-  EXPECT_EQ(check.judge(t0 + 2s).status, Status::warn);
-  EXPECT_TRUE(check.record(event(48, t0 + 30s, "nvml")));        // a second one
-  EXPECT_EQ(check.judge(t0 + 31s).status, Status::fault);
+  EXPECT_FALSE(check.record(event(48, xid_t0, "nvml")));
+  EXPECT_FALSE(check.record(event(48, xid_t0 + 1s, "kernel_log")));  // the same one, seen in the log
+  EXPECT_EQ(check.judge(xid_t0 + 2s).status, Status::warn);
+  EXPECT_TRUE(check.record(event(48, xid_t0 + 30s, "nvml")));        // a second one
+  EXPECT_EQ(check.judge(xid_t0 + 31s).status, Status::fault);
 }
 
 TEST(XidCheck, ACountInAWindowHoldsOnlyWithinTheWindow) {
   auto policy = XidPolicy::defaults();
   policy.set(92, {Action::drain, 3, 60s, "high single-bit ECC error rate"});
   XidCheck check(policy, 30s);
-  EXPECT_FALSE(check.record(event(92, t0)));
-  EXPECT_FALSE(check.record(event(92, t0 + 50s)));
-  EXPECT_FALSE(check.record(event(92, t0 + 100s)));  // the first fell out of the window
-  auto r = check.judge(t0 + 101s);
+  EXPECT_FALSE(check.record(event(92, xid_t0)));
+  EXPECT_FALSE(check.record(event(92, xid_t0 + 50s)));
+  EXPECT_FALSE(check.record(event(92, xid_t0 + 100s)));  // the first fell out of the window
+  auto r = check.judge(xid_t0 + 101s);
   EXPECT_EQ(r.status, Status::warn);
   EXPECT_NE(r.message.find("2 of 3 within 60 s"), std::string::npos) << r.message;
-  EXPECT_TRUE(check.record(event(92, t0 + 110s)));
-  EXPECT_EQ(check.judge(t0 + 111s).status, Status::fault);
+  EXPECT_TRUE(check.record(event(92, xid_t0 + 110s)));
+  EXPECT_EQ(check.judge(xid_t0 + 111s).status, Status::fault);
 }
 
 TEST(XidCheck, AFaultHoldsThenClearsButNeverBeforeASweepSawIt) {
   XidCheck check(XidPolicy::defaults(), 10s);
-  check.record(event(48, t0));
-  EXPECT_EQ(check.judge(t0 + 100s).status, Status::fault);  // late sweep: still reported once
-  EXPECT_EQ(check.judge(t0 + 101s).status, Status::ok);
+  check.record(event(48, xid_t0));
+  EXPECT_EQ(check.judge(xid_t0 + 100s).status, Status::fault);  // late sweep: still reported once
+  EXPECT_EQ(check.judge(xid_t0 + 101s).status, Status::ok);
 }
 
 TEST(XidCheck, IgnoredXidsLeaveNoTrace) {
   auto policy = XidPolicy::defaults();
   policy.set(43, {Action::none, 1, 0s, "ours"});
   XidCheck check(policy, 10s);
-  EXPECT_FALSE(check.record(event(43, t0)));
-  EXPECT_EQ(check.judge(t0 + 1s).status, Status::ok);
+  EXPECT_FALSE(check.record(event(43, xid_t0)));
+  EXPECT_EQ(check.judge(xid_t0 + 1s).status, Status::ok);
 }
 
 TEST(XidCheck, FaultsSurviveARestartButARebootCuresWhatItCures) {
