@@ -50,12 +50,10 @@ std::string start_env_value(const std::string& name) {
 
 void step_known(spank_t sp) {
   auto& s = state();
-  SpankHandle h(sp);
-  auto job = h.u32(S_JOB_ID);
-  auto step = h.u32(S_JOB_STEPID);
-  if (!job || !step) return;
-  s.job_id = *job;
-  s.step_id = *step;
+  auto ids = SpankHandle(sp).step_ids();
+  if (!ids) return;
+  s.job_id = ids->job;
+  s.step_id = ids->step;
   s.local_step_known = true;
 }
 

@@ -119,26 +119,25 @@ void warn_if_not_requeueable(spank_t sp, const JobFacts& job, std::uint32_t job_
 void step_start(spank_t sp) {
   auto& s = state();
   SpankHandle h(sp);
-  auto job = h.u32(S_JOB_ID);
-  auto step = h.u32(S_JOB_STEPID);
-  if (!job || !step) {
+  auto ids = h.step_ids();
+  if (!ids) {
     log_error("cannot read the job or step id; this step is not reported");
     return;
   }
   // Known from here on, reported or not: the task's variables (task_init) need them either way.
-  s.job_id = *job;
-  s.step_id = *step;
-  if (!is_reported_step(*step)) return;
+  s.job_id = ids->job;
+  s.step_id = ids->step;
+  if (!is_reported_step(ids->step)) return;
   // Slurm's own record of the job: the restart count (S_SLURM_RESTART_COUNT reads 0 on 22.05,
   // and the environment's SLURM_RESTART_COUNT is the user's to set) and the node names. Read for the
   // steps whose attempt matters to healthd: every auto-resume step, and the batch script (whose task
   // also needs the requeue flag and the admin comment).
-  if (*step == ar::proto::kBatchStep || s.auto_resume.value_or(false)) {
-    s.job = read_job(*job);
-    if (!s.job) log_error("cannot read job " + std::to_string(*job) + " from slurmctld; its restart count is taken as " +
+  if (ids->step == ar::proto::kBatchStep || s.auto_resume.value_or(false)) {
+    s.job = read_job(ids->job);
+    if (!s.job) log_error("cannot read job " + std::to_string(ids->job) + " from slurmctld; its restart count is taken as " +
                           std::to_string(h.u32(S_SLURM_RESTART_COUNT).value_or(0)));
   }
-  auto node = node_of_step(h, *job, *step, s.job);
+  auto node = node_of_step(h, ids->job, ids->step, s.job);
   if (!node) {
     log_error("cannot find this node's name in the step's node list; this step is not reported");
     return;

@@ -31,6 +31,19 @@ class SpankHandle {
     return v;
   }
 
+  struct StepIds {
+    std::uint32_t job = 0;
+    std::uint32_t step = 0;
+  };
+  // The job and step ids of this process's step (remote and local contexts); nullopt when Slurm
+  // gives either not.
+  std::optional<StepIds> step_ids() const {
+    auto job = u32(S_JOB_ID);
+    auto step = u32(S_JOB_STEPID);
+    if (!job || !step) return std::nullopt;
+    return StepIds{*job, *step};
+  }
+
   std::optional<std::uint32_t> uid() const {
     uid_t v = 0;
     if (spank_get_item(sp_, S_JOB_UID, &v) != ESPANK_SUCCESS) return std::nullopt;
