@@ -23,11 +23,8 @@ constexpr std::uint32_t kTopPriority = 0xfffffffd;
 // While Slurm has not answered once or does not know this node: how often to ask again.
 constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
 
-// After a drain has taken, when to rank it against the others once more (settle_share). slurmctld
-// stamps a drain with its whole second under its node lock, so once that second is over every drain
-// ranked ahead of ours (an earlier second, or the same one and a smaller name) is in place. Ours was
-// stamped at the latest when it was seen taken; 2 s after that, its second has ended on slurmctld's
-// clock whatever this node's clock says.
+// After a drain has taken, when to rank it against the others once more (settle_share); why 2 s:
+// policy/requeue_policy.hpp.
 using policy::kShareSettle;
 
 // Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters

@@ -19,8 +19,11 @@ using WallTime = std::chrono::system_clock::time_point;
 
 namespace policy {
 
-// A drain's second look at max_drained_share comes this long after it, once every drain Slurm
-// stamped with the same second is in place.
+// A drain's second look at max_drained_share comes this long after it. slurmctld stamps a drain with
+// its whole second under its node lock, so once that second is over every drain ranked ahead of ours
+// (an earlier second, or the same one and a smaller name) is in place. Ours was stamped at the latest
+// when it was seen taken; 2 s after that, its second has ended on slurmctld's clock whatever this
+// node's clock says.
 inline constexpr auto kShareSettle = std::chrono::seconds(2);
 // The shortest wait of a requeue that waits for something, so a pass never spins.
 inline constexpr auto kShortestWait = std::chrono::milliseconds(50);
