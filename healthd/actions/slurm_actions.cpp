@@ -14,7 +14,6 @@
 namespace ar::healthd {
 namespace {
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // The priority a requeued job waits with under requeue_priority = "top": the largest slurmctld
 // accepts (NO_VAL and INFINITE above it mean "no change" and "Slurm's own").
@@ -216,7 +215,7 @@ void SlurmActions::settle_share(WallTime now) {
     return;
   }
   auto view = read_table(node_);
-  if (view && (!view->self.drained_or_draining() || !starts_with(view->self.reason, kReasonPrefix))) {
+  if (view && (!view->self.drained_or_draining() || !view->self.reason.starts_with(kReasonPrefix))) {
     own->share_look.reset();  // resumed, or an admin's drain now: no longer ours to rank
     save();
     return;
@@ -265,7 +264,7 @@ std::expected<bool, std::string> SlurmActions::do_drain(const JournalEntry& e, W
   const NodeInfo& info = view->self;
   const bool ranked = judge_share && !info.partitions.empty();  // our drain is ranked after it takes
   if (info.drained_or_draining()) {
-    if (!starts_with(info.reason, kReasonPrefix)) {
+    if (!info.reason.starts_with(kReasonPrefix)) {
       // An admin (or another tool) drained it first: their reason stays, and the node is theirs.
       spdlog::info("node {} is already drained by someone else ({}); leaving it as it is", e.node, sanitize(info.reason, 240));
       admin_outcome_ = "already drained by someone else (" + sanitize(info.reason, 120) + "); left as it is";
@@ -803,7 +802,7 @@ std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, 
       own.reset();
       return true;
     }
-    if (!starts_with(info->reason, kReasonPrefix) && !e.force) {
+    if (!info->reason.starts_with(kReasonPrefix) && !e.force) {
       admin_outcome_ = "not resumed: drained by someone else (" + sanitize(info->reason, 120) + "); use --force";
       return true;
     }
@@ -813,7 +812,7 @@ std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, 
     own.reset();
     return true;
   }
-  if (!info->drained_or_draining() || !starts_with(info->reason, kReasonPrefix)) {
+  if (!info->drained_or_draining() || !info->reason.starts_with(kReasonPrefix)) {
     // Resumed by an admin, or re-drained with their own reason: not ours any more.
     own.reset();
     return true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "vocabulary/fault_codes.hpp"
+#include "vocabulary/slurm_facts.hpp"
 
 namespace ar::healthd::policy {
 namespace {
@@ -28,7 +29,7 @@ bool waits_for_share_look(const RequeueFacts& f) {
   if (!f.burst) return true;
   if (f.burst->empty()) return false;
   return std::none_of(f.job_nodes.begin(), f.job_nodes.end(), [&](const std::string& n) {
-    return n != f.node && std::find(f.burst->begin(), f.burst->end(), n) != f.burst->end();
+    return n != f.node && has(*f.burst, n);
   });
 }
 

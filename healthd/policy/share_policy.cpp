@@ -22,7 +22,7 @@ std::string share_exceeded(const std::vector<NodeInfo>& table, const NodeInfo& s
     // drain when a cut-off text was read (issue 11).
     std::size_t members = 0, drained = 0;
     for (const auto& n : table) {
-      if (std::find(n.partitions.begin(), n.partitions.end(), partition) == n.partitions.end()) continue;
+      if (!has(n.partitions, partition)) continue;
       ++members;
       if (n.name != self.name && n.drained_or_draining() && ahead(n)) ++drained;
     }
