@@ -112,6 +112,10 @@ make_chroot() {
   # host's network with the chroot's configuration).
   printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
   chmod 0755 "$dir/usr/sbin/policy-rc.d"
+  # A make cut off while dpkg worked (a CI run stopped, a session ended) leaves packages unpacked but
+  # not configured, and every apt-get after it refuses ("dpkg was interrupted"): finish that first.
+  in_chroot "$dir" dpkg --configure -a >/dev/null ||
+    die "finishing an interrupted install in the $series chroot failed (dpkg --configure -a)"
   local missing
   missing=$(in_chroot "$dir" /bin/bash -c 'for p in "$@"; do dpkg-query -W -f="\${Status}" "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"; done' \
     _ "${packages[@]}" | tr '\n' ' ')
@@ -119,8 +123,8 @@ make_chroot() {
     echo "slurm-chroot.sh: installing in $series: $missing"
     # The registry's copy of testing's Release file is past its Valid-Until date (SLURM-NOTES).
     # shellcheck disable=SC2086
-    in_chroot "$dir" /bin/bash -c 'apt-get -q -o Acquire::Check-Valid-Until=false update >/dev/null &&
-      apt-get install -y -q --no-install-recommends "$@" >/dev/null && apt-get clean' _ $missing ||
+    in_chroot "$dir" /bin/bash -c 'apt-get -q -o Acquire::Check-Valid-Until=false -o Acquire::Retries=3 update >/dev/null &&
+      apt-get install -y -q -o Acquire::Retries=3 --no-install-recommends "$@" >/dev/null && apt-get clean' _ $missing ||
       die "installing packages in the $series chroot failed"
   fi
   local have
