@@ -1,6 +1,7 @@
 // The requeue policy (healthd/policy/requeue_policy) as a table: the facts of one decision, the
 // answer. actions/slurm_actions.cpp carries the answers out; responder_test.cpp shows them on Slurm.
 #include <functional>
+#include <ostream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -95,6 +96,10 @@ const Row kTable[] = {
     {"no own drain: no look to wait for", [](RequeueFacts& f) { f.own_drain = false; f.share_look = kNow + 1s; f.burst.reset(); },
      RequeueVerdict::look_at_node},
 };
+
+// gtest prints a parameter it cannot print as its bytes, and ctest lists that beside every row's
+// name: the row's own words are shorter and say which row it is.
+void PrintTo(const Row& row, std::ostream* out) { *out << '"' << row.name << '"'; }
 
 class RequeuePolicyTable : public testing::TestWithParam<Row> {};
 
