@@ -95,12 +95,15 @@ make_chroot() {
   }
   # Debian 12's debootstrap knows no "forky": testing is made with sid's script (same layout).
   [ -f "/usr/share/debootstrap/scripts/$name" ] || suite_script=(/usr/share/debootstrap/scripts/sid)
-  if [ ! -x "$dir/usr/bin/apt-get" ]; then
+  # The stamp is written only once debootstrap succeeded: a run cut off or failed half-way leaves apt-get
+  # unpacked in a base that is not, and is started again from nothing, not built upon.
+  if [ ! -f "$dir/.ar-debootstrap-complete" ]; then
     echo "slurm-chroot.sh: debootstrap $name ($series) into $dir"
     rm -rf "$dir"
     mkdir -p "$dir"
     debootstrap --variant=minbase "$name" "$dir" "$(mirror)" "${suite_script[@]}" >"$root/$series.debootstrap.log" 2>&1 ||
       { tail -n 30 "$root/$series.debootstrap.log" >&2; die "debootstrap of $name failed (log: $root/$series.debootstrap.log)"; }
+    touch "$dir/.ar-debootstrap-complete"
   fi
   # Name lookups: the host's resolver (apt-get), and its hosts file. munged stamps each credential
   # with the address its host name resolves to; where the name did not resolve (a chroot's own
@@ -147,7 +150,7 @@ case $cmd in
     series=$2
     shift 2
     codename "$series" >/dev/null
-    [ -x "$root/$series/usr/bin/apt-get" ] || die "no $series chroot in $root (make it: $0 make $series)"
+    [ -f "$root/$series/.ar-debootstrap-complete" ] || die "no $series chroot in $root (make it: $0 make $series)"
     AR_SLURM_SERIES=$series in_chroot "$root/$series" "$@"
     ;;
   path)
