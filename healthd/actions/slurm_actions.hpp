@@ -114,14 +114,24 @@ class SlurmActions {
   void add_status(nlohmann::json& j) const;
 
  private:
+  // run_due's parts: one entry carried out by its kind, and what follows when it finished or failed.
+  std::expected<bool, std::string> carry_out(const JournalEntry& e, WallTime now);
+  void entry_finished(const JournalEntry& e, WallTime now);
+  void entry_failed(const JournalEntry& e, const std::string& error, std::chrono::steady_clock::time_point started, WallTime now);
   // One journal entry each; true when it is finished (done, or nothing left to do).
   std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
-  // max_drained_share (slurm_actions.cpp): one read of Slurm's node table, with this node's record.
+  // max_drained_share (drain_executor.cpp): one read of Slurm's node table, with this node's record.
   struct TableView {
     std::vector<NodeInfo> table;  // empty where the share is not judged (only `self` was read)
     NodeInfo self;
   };
   std::expected<TableView, std::string> read_table(const std::string& node);
+  // do_drain's parts (drain_executor.cpp): what Slurm shows of the node, a node drained already, a
+  // node in service drained now, and the new drain ranked against the others of its event.
+  std::expected<TableView, std::string> drain_view(const JournalEntry& e);
+  std::expected<bool, std::string> drain_in_place(const JournalEntry& e, const NodeInfo& info, bool ranked, WallTime now);
+  std::expected<bool, std::string> drain_take(const JournalEntry& e, bool ranked, WallTime now);
+  std::optional<std::vector<std::string>> rank_new_drain(const JournalEntry& e);
   bool share_applies(const JournalEntry& e) const;
   std::expected<std::optional<std::string>, std::string> give_back_past_share(const TableView& view);
   // Our drain's second look at max_drained_share, once the second Slurm stamped it with is over on
@@ -177,11 +187,20 @@ class SlurmActions {
     WallTime at;
     int left;           // updates still allowed
   };
+  // follow_requeued's parts (requeue_executor.cpp).
+  bool look_at_followed(Followed& f, WallTime now);
+  void running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now);
   std::expected<bool, std::string> do_hook(const JournalEntry& e, WallTime now);
-  // Cure steps (cure_actions.cpp).
+  // Cure steps (cure_steps.cpp). A step on a thread of its own is started (nothing: it runs; a value:
+  // not started, and the entry's answer now), polled, and its outcome carried out.
   std::expected<bool, std::string> do_reset(const JournalEntry& e, WallTime now);
+  std::expected<std::optional<bool>, std::string> reset_start(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> reset_finished(const JournalEntry& e, const GpuResetOutcome& result, WallTime now);
+  bool reset_failed(const JournalEntry& e, const std::string& why);
   std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_deep_check(const JournalEntry& e, WallTime now);
+  std::expected<std::optional<bool>, std::string> deep_check_start(const JournalEntry& e, WallTime now);
+  void deep_check_finished(const JournalEntry& e, const std::expected<ProcessResult, std::string>& run, WallTime now);
   // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure. A reboot
   // asked for and refused: `reboot_error` says why, `cannot_reboot` when the cluster cannot reboot at
   // all (no RebootProgram: the step cannot run here), `reboot_later` when Slurm did not answer (the

@@ -13,12 +13,6 @@
 namespace ar::healthd {
 namespace {
 
-
-
-// Slurm reasons are one line; keep them short enough to read in sinfo -R, cut between characters
-// (never inside one: a cut UTF-8 sequence is what made state writes throw).
-std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), 240); }
-
 // The worst fault among results: fault status only (a broken check says nothing about the node).
 // Its code and message are bounded here, once, for everything that carries them out of the daemon
 // (text/text.hpp fault_code_text).

@@ -48,4 +48,9 @@ inline constexpr std::size_t kMaxFaultMessageBytes = 240;
 std::string fault_code_text(std::string_view code);
 std::string fault_message_text(std::string_view message);
 
+// A Slurm drain reason healthd writes: one line, short enough to read in sinfo -R (kMaxReasonBytes),
+// cut between characters (never inside one: a cut UTF-8 sequence is what made state writes throw).
+inline constexpr std::size_t kMaxReasonBytes = 240;
+inline std::string short_reason(std::string reason) { return truncate_utf8(std::move(reason), kMaxReasonBytes); }
+
 }  // namespace ar::healthd
