@@ -220,83 +220,89 @@ std::vector<CheckResult> Engine::sweep(bool everything, bool poll) {
 
 void Engine::loop() {
   for (;;) {
-    std::optional<SweepRequest> request;
-    std::optional<Replacement> replacement;
-    std::deque<std::pair<std::uint32_t, TimelineEvent>> notes;
-    std::deque<AdminAction> admin;
-    bool stop = false;
-    {
-      std::unique_lock lock(mutex_);
-      // Wake for the next request, or when a journal entry is due (a requeue waiting some tens of ms
-      // for its job to leave COMPLETING), and at least every 250 ms.
-      auto wait = std::chrono::milliseconds(250);
-      if (auto due = responder_.next_due()) {
-        auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
-        wait = std::clamp(until, std::chrono::milliseconds(0), wait);
-      }
-      wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty() || !admin_.empty(); });
-      notes.swap(notes_);
-      admin.swap(admin_);
-      stop = stopping_;
-      if (!stop && !requests_.empty()) {
-        request = std::move(requests_.front());
-        requests_.pop_front();
-      }
-      if (new_policy_) {
-        responder_.set_policy(*new_policy_);
-        new_policy_.reset();
-      }
-      if (new_checks_) {
-        replacement = std::move(*new_checks_);
-        new_checks_.reset();
-      }
-    }
+    Inbox in = wait_for_work();
     auto now = std::chrono::system_clock::now();
     try {
-      if (replacement) take_checks(std::move(*replacement));
+      if (in.replacement) take_checks(std::move(*in.replacement));
       // A note handed over just before a stop (a step failed) is still recorded.
-      for (auto& [job_id, event] : notes) responder_.note(job_id, std::move(event));
+      for (auto& [job_id, event] : in.notes) responder_.note(job_id, std::move(event));
       // An admin's action handed over just before a stop is still journalled (and done at the next start).
-      for (const auto& a : admin) carry_out(a);
-      if (stop) return;
-      bool changed = false;
-      if (request) {
-        spdlog::debug("sweep: {}", request->why);
-        const auto started = std::chrono::steady_clock::now();
-        auto results = sweep(request->force, request->poll);
-        const auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-        responder_.on_sweep(results, request->jobs, request->trigger, now, !request->poll);
-        nlohmann::json checks = nlohmann::json::array();
-        for (const auto& r : results) checks.push_back(r.to_json());
-        auto gpus = gpu_inventory(results);  // healthctl gpus and the per-GPU metrics
-        std::lock_guard lock(mutex_);
-        status_["checks"] = checks;
-        status_["gpus"] = std::move(gpus);
-        status_["last_sweep"] = request->why;
-        // Whose step asked for it: `healthctl status` shows the why only to those who may see the job.
-        if (request->trigger) status_["last_sweep_job"] = request->trigger->job_id;
-        else status_.erase("last_sweep_job");
-        status_["sweep_seq"] = request->seq;
-        status_["sweep_ms"] = took;
-        changed = true;
-      }
+      for (const auto& a : in.admin) carry_out(a);
+      if (in.stop) return;
+      const bool swept = in.request && run_sweep(*in.request, now);
       responder_.run_due(std::chrono::system_clock::now());
       responder_.follow_requeued(std::chrono::system_clock::now());  // each job at its own pace
-      auto rs = responder_.status();
-      nlohmann::json snapshot;
-      {
-        std::lock_guard lock(mutex_);
-        changed = changed || status_["node"] != rs;
-        status_["node"] = std::move(rs);
-        if (changed && on_status_) snapshot = status_;
-      }
-      if (changed && on_status_) on_status_(snapshot);
+      publish_status(swept);
     } catch (const std::exception& e) {
       spdlog::error("engine: {}", e.what());
     } catch (...) {
       spdlog::error("engine: unknown exception");
     }
   }
+}
+
+// Waits for the next request, or until a journal entry is due (a requeue waiting some tens of ms for
+// its job to leave COMPLETING), and at most 250 ms; then takes what was handed over meanwhile.
+Engine::Inbox Engine::wait_for_work() {
+  Inbox in;
+  std::unique_lock lock(mutex_);
+  auto wait = std::chrono::milliseconds(250);
+  if (auto due = responder_.next_due()) {
+    auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
+    wait = std::clamp(until, std::chrono::milliseconds(0), wait);
+  }
+  wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty() || !admin_.empty(); });
+  in.notes.swap(notes_);
+  in.admin.swap(admin_);
+  in.stop = stopping_;
+  if (!in.stop && !requests_.empty()) {
+    in.request = std::move(requests_.front());
+    requests_.pop_front();
+  }
+  if (new_policy_) {
+    responder_.set_policy(*new_policy_);
+    new_policy_.reset();
+  }
+  if (new_checks_) {
+    in.replacement = std::move(*new_checks_);
+    new_checks_.reset();
+  }
+  return in;
+}
+
+// One sweep, judged by the responder, and its results in the status. True: the status changed.
+bool Engine::run_sweep(const SweepRequest& request, WallTime now) {
+  spdlog::debug("sweep: {}", request.why);
+  const auto started = std::chrono::steady_clock::now();
+  auto results = sweep(request.force, request.poll);
+  const auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  responder_.on_sweep(results, request.jobs, request.trigger, now, !request.poll);
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& r : results) checks.push_back(r.to_json());
+  auto gpus = gpu_inventory(results);  // healthctl gpus and the per-GPU metrics
+  std::lock_guard lock(mutex_);
+  status_["checks"] = checks;
+  status_["gpus"] = std::move(gpus);
+  status_["last_sweep"] = request.why;
+  // Whose step asked for it: `healthctl status` shows the why only to those who may see the job.
+  if (request.trigger) status_["last_sweep_job"] = request.trigger->job_id;
+  else status_.erase("last_sweep_job");
+  status_["sweep_seq"] = request.seq;
+  status_["sweep_ms"] = took;
+  return true;
+}
+
+// The responder's part of the status, and the whole handed to on_status_ when anything changed.
+void Engine::publish_status(bool changed) {
+  auto rs = responder_.status();
+  nlohmann::json snapshot;
+  {
+    std::lock_guard lock(mutex_);
+    changed = changed || status_["node"] != rs;
+    status_["node"] = std::move(rs);
+    if (changed && on_status_) snapshot = status_;
+  }
+  if (changed && on_status_) on_status_(snapshot);
 }
 
 }  // namespace ar::healthd

@@ -97,7 +97,19 @@ class Engine {
     Check::JudgeNow judge_now;
   };
 
+  // What the engine thread takes from the others at each turn of its loop.
+  struct Inbox {
+    std::optional<SweepRequest> request;
+    std::optional<Replacement> replacement;
+    std::deque<std::pair<std::uint32_t, TimelineEvent>> notes;
+    std::deque<AdminAction> admin;
+    bool stop = false;
+  };
+
   void loop();
+  Inbox wait_for_work();
+  bool run_sweep(const SweepRequest& request, WallTime now);
+  void publish_status(bool changed);
   void abandon_hung();
   void take_checks(Replacement replacement);
   std::vector<CheckResult> sweep(bool everything, bool poll);
