@@ -91,57 +91,65 @@ nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
           return proto::ok_reply({{"node", info_.node}, {"events", events(peer, m.limit)}});
         } else if constexpr (std::is_same_v<M, proto::AdminDrain> || std::is_same_v<M, proto::AdminResume> ||
                              std::is_same_v<M, proto::AdminClear>) {
-          if (!is_root(peer))
-            return proto::error_reply({proto::err::kForbidden, "admin actions (drain, resume, clear) are for root only"});
-          if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
-          auto done = events_->admin(HealthEvents::AdminRequest{m}, peer);
-          if (!done) return proto::error_reply(done.error());
-          (*done)["node"] = info_.node;
-          return proto::ok_reply(std::move(*done));
+          return admin(HealthEvents::AdminRequest{m}, peer);
         } else {
-          if (m.node != info_.node && !is_root(peer))
-            return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
-          if (m.node != info_.node)
-            return proto::error_reply({proto::err::kBadField, "message for node '" + m.node +
-                                                                  "' reached the healthd of node '" + info_.node +
-                                                                  "' (check the plugin's socket template)"});
-          auto now = WallClock::now();
-          // Lifecycle messages come from slurmstepd, which runs as root. Anyone else could forge a
-          // task failure and trigger a requeue, so they are refused; the one exception is the job's
-          // owner correcting the restart count of a step root announced (correct_restart_count).
-          if (!is_root(peer)) {
-            if constexpr (std::is_same_v<M, proto::StepStart>) {
-              if (m.uid == peer.uid &&
-                  registry_.correct_restart_count(m.job_id, m.step_id, peer.uid, m.restart_count, now)) {
-                spdlog::info("job {} step {}: restart count {} from its owner (uid {})", m.job_id,
-                             proto::step_name(m.step_id), m.restart_count, peer.uid);
-                on_registry_change_();
-                return proto::ok_reply();
-              }
-              return proto::error_reply({proto::err::kForbidden,
-                                         "a step start from a user is taken only as the restart count of a running "
-                                         "step of that user's own job, and only upwards"});
-            }
-            return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
-          }
-          if constexpr (std::is_same_v<M, proto::StepStart>) {
-            registry_.step_started(m, now);
-            spdlog::info("job {} step {} started (auto-resume {}, restart {})", m.job_id, proto::step_name(m.step_id),
-                         m.auto_resume ? "on" : "off", m.restart_count);
-          } else if constexpr (std::is_same_v<M, proto::TaskExit>) {
-            registry_.task_exited(m, now);
-            spdlog::info("job {} step {} task {} ended: {}", m.job_id, proto::step_name(m.step_id), m.task_rank,
-                         describe_wait_status(m.wait_status));
-            if (m.wait_status != 0 && events_) events_->on_task_failure(m, registry_.jobs().at(m.job_id));
-          } else if constexpr (std::is_same_v<M, proto::StepEnd>) {
-            registry_.step_ended(m, now);
-            spdlog::info("job {} step {} ended", m.job_id, proto::step_name(m.step_id));
-          }
-          on_registry_change_();
-          return proto::ok_reply();
+          return lifecycle(m, peer);
         }
       },
       *request);
+}
+
+nlohmann::json RequestHandler::admin(const HealthEvents::AdminRequest& request, const Peer& peer) {
+  if (!is_root(peer)) return proto::error_reply({proto::err::kForbidden, "admin actions (drain, resume, clear) are for root only"});
+  if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
+  auto done = events_->admin(request, peer);
+  if (!done) return proto::error_reply(done.error());
+  (*done)["node"] = info_.node;
+  return proto::ok_reply(std::move(*done));
+}
+
+// A step's start, a task's exit, a step's end. They come from slurmstepd, which runs as root. Anyone
+// else could forge a task failure and trigger a requeue, so they are refused; the one exception is
+// the job's owner correcting the restart count of a step root announced (owner_restart_count).
+template <typename Message>
+nlohmann::json RequestHandler::lifecycle(const Message& m, const Peer& peer) {
+  if (m.node != info_.node && !is_root(peer))
+    return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
+  if (m.node != info_.node)
+    return proto::error_reply({proto::err::kBadField, "message for node '" + m.node + "' reached the healthd of node '" +
+                                                          info_.node + "' (check the plugin's socket template)"});
+  auto now = WallClock::now();
+  if (!is_root(peer)) {
+    if constexpr (std::is_same_v<Message, proto::StepStart>) return owner_restart_count(m, peer, now);
+    return proto::error_reply({proto::err::kForbidden, "lifecycle messages are accepted from root only"});
+  }
+  if constexpr (std::is_same_v<Message, proto::StepStart>) {
+    registry_.step_started(m, now);
+    spdlog::info("job {} step {} started (auto-resume {}, restart {})", m.job_id, proto::step_name(m.step_id),
+                 m.auto_resume ? "on" : "off", m.restart_count);
+  } else if constexpr (std::is_same_v<Message, proto::TaskExit>) {
+    registry_.task_exited(m, now);
+    spdlog::info("job {} step {} task {} ended: {}", m.job_id, proto::step_name(m.step_id), m.task_rank,
+                 describe_wait_status(m.wait_status));
+    if (m.wait_status != 0 && events_) events_->on_task_failure(m, registry_.jobs().at(m.job_id));
+  } else if constexpr (std::is_same_v<Message, proto::StepEnd>) {
+    registry_.step_ended(m, now);
+    spdlog::info("job {} step {} ended", m.job_id, proto::step_name(m.step_id));
+  }
+  on_registry_change_();
+  return proto::ok_reply();
+}
+
+nlohmann::json RequestHandler::owner_restart_count(const proto::StepStart& m, const Peer& peer, WallClock::time_point now) {
+  if (m.uid == peer.uid && registry_.correct_restart_count(m.job_id, m.step_id, peer.uid, m.restart_count, now)) {
+    spdlog::info("job {} step {}: restart count {} from its owner (uid {})", m.job_id, proto::step_name(m.step_id),
+                 m.restart_count, peer.uid);
+    on_registry_change_();
+    return proto::ok_reply();
+  }
+  return proto::error_reply({proto::err::kForbidden,
+                             "a step start from a user is taken only as the restart count of a running step of that "
+                             "user's own job, and only upwards"});
 }
 
 bool RequestHandler::sees_every_job(const Peer& peer) const {

@@ -79,6 +79,12 @@ class RequestHandler {
   }
 
  private:
+  // handle()'s parts: an admin's request, and a lifecycle message (a step's start, a task's exit, a
+  // step's end) with the one a user may send (owner_restart_count).
+  nlohmann::json admin(const HealthEvents::AdminRequest& request, const Peer& peer);
+  template <typename Message>
+  nlohmann::json lifecycle(const Message& m, const Peer& peer);
+  nlohmann::json owner_restart_count(const proto::StepStart& m, const Peer& peer, WallClock::time_point now);
   bool sees_every_job(const Peer& peer) const;
   bool may_see(const Peer& peer, std::uint32_t job_id) const;
   nlohmann::json status(const Peer& peer) const;
