@@ -99,6 +99,68 @@ bool restore_identity(const ThreadIdentity& own) {
 
 }  // namespace
 
+namespace {
+
+// A heartbeat file: its time, if the job's owner wrote it and it is not in the future.
+void read_heartbeat_file(const std::string& path, const struct stat& st, uid_t owner, FileTime now, HeartbeatReading& r) {
+  if (st.st_uid != owner) {
+    r.error = path + ": owned by uid " + std::to_string(st.st_uid) + ", not by the job's user (uid " +
+              std::to_string(owner) + "): only the job owner's files count";
+  } else if (mtime_of(st) > now + kHeartbeatFutureSlack) {
+    r.error = path + ": modified " +
+              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(mtime_of(st) - now).count()) +
+              " s in the future by this host's clock: not counted";
+  } else {
+    r.newest = mtime_of(st);
+  }
+}
+
+// A heartbeat directory beats when its owner writes an entry (a new checkpoint, a log line). Its own
+// time moves when anyone adds or removes an entry, so it does not count; a directory the user may not
+// list is an error, never one that does not move. Entries of others, and ones in the future, are
+// passed over.
+void read_heartbeat_dir(const std::string& path, int fd, uid_t owner, FileTime now, std::size_t max_entries,
+                        HeartbeatReading& r) {
+  const FileTime latest = now + kHeartbeatFutureSlack;
+  const int dfd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    r.error = with_errno(path, errno);
+    return;
+  }
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(dfd), ::closedir);
+  if (!dir) {
+    r.error = with_errno(path, errno);
+    ::close(dfd);
+    return;
+  }
+  std::size_t seen = 0;
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(dir.get());
+    if (entry == nullptr) {
+      if (errno != 0) r.error = with_errno(path, errno);
+      break;
+    }
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (++seen > max_entries) {
+      r.error = path + ": more than " + std::to_string(max_entries) + " entries; point the heartbeat at one file";
+      break;
+    }
+    struct stat est{};
+    if (::fstatat(::dirfd(dir.get()), entry->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;  // removed since it was listed
+      r.error = with_errno(path + "/" + std::string(name), errno);
+      break;
+    }
+    if (est.st_uid != owner || mtime_of(est) > latest) continue;
+    r.newest = r.newest ? std::max(*r.newest, mtime_of(est)) : mtime_of(est);
+  }
+  if (!r.error.empty()) r.newest.reset();
+}
+
+}  // namespace
+
 HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime now, std::size_t max_entries) {
   HeartbeatReading r;
   // O_PATH resolves the path (following links, with this thread's rights) without opening what is
@@ -115,60 +177,8 @@ HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime n
     return r;
   }
   r.found = true;
-  const FileTime latest = now + kHeartbeatFutureSlack;
-  if (!S_ISDIR(st.st_mode)) {
-    if (st.st_uid != owner) {
-      r.error = path + ": owned by uid " + std::to_string(st.st_uid) + ", not by the job's user (uid " +
-                std::to_string(owner) + "): only the job owner's files count";
-    } else if (mtime_of(st) > latest) {
-      r.error = path + ": modified " +
-                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(mtime_of(st) - now).count()) +
-                " s in the future by this host's clock: not counted";
-    } else {
-      r.newest = mtime_of(st);
-    }
-    return r;
-  }
-  // A directory beats when its owner writes an entry (a new checkpoint, a log line). Its own time
-  // moves when anyone adds or removes an entry, so it does not count; a directory the user may not
-  // list is an error, never one that does not move.
-  const int dfd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) {
-    r.error = with_errno(path, errno);
-    return r;
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(dfd), ::closedir);
-  if (!dir) {
-    r.error = with_errno(path, errno);
-    ::close(dfd);
-    return r;
-  }
-  std::size_t seen = 0;
-  for (;;) {
-    errno = 0;
-    const dirent* entry = ::readdir(dir.get());
-    if (entry == nullptr) {
-      if (errno != 0) r.error = with_errno(path, errno);
-      break;
-    }
-    const std::string_view name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    if (++seen > max_entries) {
-      r.error = path + ": more than " + std::to_string(max_entries) + " entries; point the heartbeat at one file";
-      r.newest.reset();
-      return r;
-    }
-    struct stat est{};
-    if (::fstatat(::dirfd(dir.get()), entry->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;  // removed since it was listed
-      r.error = with_errno(path + "/" + std::string(name), errno);
-      r.newest.reset();
-      return r;
-    }
-    if (est.st_uid != owner || mtime_of(est) > latest) continue;
-    r.newest = r.newest ? std::max(*r.newest, mtime_of(est)) : mtime_of(est);
-  }
-  if (!r.error.empty()) r.newest.reset();
+  if (S_ISDIR(st.st_mode)) read_heartbeat_dir(path, fd, owner, now, max_entries, r);
+  else read_heartbeat_file(path, st, owner, now, r);
   return r;
 }
 

@@ -132,6 +132,56 @@ std::expected<void, std::string> Journal::make_durable() {
   return save();
 }
 
+namespace {
+
+// One pending entry of a journal file. Throws on a missing or ill-typed field (load() says which
+// file); answers an error for an action kind this version does not know.
+std::expected<JournalEntry, std::string> entry_from_json(const nlohmann::json& ej) {
+  JournalEntry e;
+  e.id = integer<std::uint64_t>(ej, "id");
+  auto kind = parse_kind(ej.at("kind").get<std::string>());
+  if (!kind) return std::unexpected("unknown action kind " + ej.at("kind").dump());
+  e.kind = *kind;
+  e.node = ej.at("node").get<std::string>();
+  e.job_id = integer<std::uint32_t>(ej, "job_id");
+  e.restart_count = integer<std::uint32_t>(ej, "restart_count");
+  e.code = ej.at("code").get<std::string>();
+  e.reason = ej.at("reason").get<std::string>();
+  e.created = json_fields::time_ms(ej, "created_ms");
+  e.attempts = integer<std::uint32_t>(ej, "attempts");
+  e.next_try = json_fields::time_ms(ej, "next_try_ms");
+  e.last_error = ej.at("last_error").get<std::string>();
+  e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
+  e.rerun_step = json_fields::optional_integer<std::uint32_t>(ej, "rerun_step");
+  e.reboot = ej.value("reboot", false);
+  e.held = ej.value("held", false);
+  e.admin = ej.value("admin", false);
+  e.force = ej.value("force", false);
+  e.by_uid = json_fields::optional_integer<std::uint32_t>(ej, "by_uid");
+  e.request = json_fields::optional_integer<std::uint64_t>(ej, "request").value_or(0);
+  if (ej.contains("cure")) e.cure = cure_from_json(ej.at("cure"));
+  if (e.kind == Action::hook) {
+    e.hook = ej.at("hook").get<std::string>();
+    auto done = parse_action(ej.at("done").get<std::string>());
+    if (!done) return std::unexpected("unknown action " + ej.at("done").dump() + " in hook entry");
+    e.done = *done;
+  }
+  if (ej.contains("step")) e.step = static_cast<RequeueStep>(integer<std::uint8_t>(ej, "step", 0, 3));
+  return e;
+}
+
+std::optional<OwnDrain> own_drain_from_json(const nlohmann::json& j) {
+  if (!j.contains("own_drain")) return std::nullopt;
+  const auto& d = j.at("own_drain");
+  OwnDrain own{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
+               d.at("held").get<bool>(), d.value("reboot", false), std::nullopt, std::nullopt, std::nullopt};
+  if (d.contains("cure")) own.cure = cure_from_json(d.at("cure"));
+  if (d.contains("share_look_ms")) own.share_look = json_fields::time_ms(d, "share_look_ms");
+  return own;
+}
+
+}  // namespace
+
 std::expected<void, std::string> Journal::load() {
   auto read = read_json_file(file_);
   if (!read) return std::unexpected(read.error());
@@ -141,38 +191,10 @@ std::expected<void, std::string> Journal::load() {
     next_id_ = integer<std::uint64_t>(j, "next_id");
     pending_.clear();
     for (const auto& ej : j.at("pending")) {
-      JournalEntry e;
-      e.id = integer<std::uint64_t>(ej, "id");
-      auto kind = parse_kind(ej.at("kind").get<std::string>());
-      if (!kind) return std::unexpected(file_.string() + ": unknown action kind " + ej.at("kind").dump());
-      e.kind = *kind;
-      e.node = ej.at("node").get<std::string>();
-      e.job_id = integer<std::uint32_t>(ej, "job_id");
-      e.restart_count = integer<std::uint32_t>(ej, "restart_count");
-      e.code = ej.at("code").get<std::string>();
-      e.reason = ej.at("reason").get<std::string>();
-      e.created = json_fields::time_ms(ej, "created_ms");
-      e.attempts = integer<std::uint32_t>(ej, "attempts");
-      e.next_try = json_fields::time_ms(ej, "next_try_ms");
-      e.last_error = ej.at("last_error").get<std::string>();
-      e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
-      e.rerun_step = json_fields::optional_integer<std::uint32_t>(ej, "rerun_step");
-      e.reboot = ej.value("reboot", false);
-      e.held = ej.value("held", false);
-      e.admin = ej.value("admin", false);
-      e.force = ej.value("force", false);
-      e.by_uid = json_fields::optional_integer<std::uint32_t>(ej, "by_uid");
-      e.request = json_fields::optional_integer<std::uint64_t>(ej, "request").value_or(0);
-      if (ej.contains("cure")) e.cure = cure_from_json(ej.at("cure"));
-      if (e.kind == Action::hook) {
-        e.hook = ej.at("hook").get<std::string>();
-        auto done = parse_action(ej.at("done").get<std::string>());
-        if (!done) return std::unexpected(file_.string() + ": unknown action " + ej.at("done").dump() + " in hook entry");
-        e.done = *done;
-      }
-      if (ej.contains("step")) e.step = static_cast<RequeueStep>(integer<std::uint8_t>(ej, "step", 0, 3));
-      if (e.id >= next_id_) throw StateFieldError("entry id " + std::to_string(e.id) + " is not below next_id");
-      pending_.push_back(e);
+      auto e = entry_from_json(ej);
+      if (!e) return std::unexpected(file_.string() + ": " + e.error());
+      if (e->id >= next_id_) throw StateFieldError("entry id " + std::to_string(e->id) + " is not below next_id");
+      pending_.push_back(std::move(*e));
     }
     requeued_.clear();
     for (const auto& r : j.at("requeued")) requeued_.insert(job_attempt(r, "requeued"));
@@ -181,14 +203,7 @@ std::expected<void, std::string> Journal::load() {
       for (const auto& r : j.at("signalled")) signalled_.insert(job_attempt(r, "signalled"));
     fault_history_.clear();
     for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(json_fields::time_value(t, "fault_history_ms"));
-    own_drain_.reset();
-    if (j.contains("own_drain")) {
-      const auto& d = j.at("own_drain");
-      own_drain_ = OwnDrain{d.at("code").get<std::string>(), d.at("reason").get<std::string>(), json_fields::time_ms(d, "at_ms"),
-                            d.at("held").get<bool>(), d.value("reboot", false), std::nullopt, std::nullopt, std::nullopt};
-      if (d.contains("cure")) own_drain_->cure = cure_from_json(d.at("cure"));
-      if (d.contains("share_look_ms")) own_drain_->share_look = json_fields::time_ms(d, "share_look_ms");
-    }
+    own_drain_ = own_drain_from_json(j);
   } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());
   }

@@ -72,74 +72,93 @@ std::vector<std::string> not_available(const NeuronSnapshot& snap) {
 
 std::string joined(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ", ")); }
 
-CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config) {
-  if (snap.devices.empty()) return not_applicable_result("neuron.errors", "not applicable: no Neuron device");
-  nlohmann::json counters = nlohmann::json::array();
+namespace {
+
+// The error counters of every device, sorted by what they mean against the config's limits.
+struct ErrorTally {
+  nlohmann::json counters = nlohmann::json::array();  // every counter read, for the detail
   std::vector<const NeuronErrorCounter*> unrepairable, repairable, corrected_over;
   std::vector<std::string> errors, blind, without_ecc;
   std::uint64_t corrected_total = 0;
+};
+
+ErrorTally tally_errors(const NeuronSnapshot& snap, const NeuronConfig& config) {
+  ErrorTally t;
   for (const auto& d : snap.devices) {
-    errors.insert(errors.end(), d.errors.begin(), d.errors.end());
+    t.errors.insert(t.errors.end(), d.errors.begin(), d.errors.end());
     bool has_uncorrectable = false;
     for (const auto& c : d.counters) {
       const auto* spec = find_neuron_counter(c.name);
-      counters.push_back({{"scope", c.scope}, {"counter", c.name}, {"path", c.path}, {"value", c.value}, {"kind", kind_name(spec)}});
+      t.counters.push_back({{"scope", c.scope}, {"counter", c.name}, {"path", c.path}, {"value", c.value}, {"kind", kind_name(spec)}});
       if (spec == nullptr) continue;  // not documented: data, never judged
       switch (spec->kind) {
         case NeuronCounterKind::uncorrectable:
           has_uncorrectable = true;
-          if (c.value > config.max_uncorrected) unrepairable.push_back(&c);
+          if (c.value > config.max_uncorrected) t.unrepairable.push_back(&c);
           break;
         case NeuronCounterKind::repairable:
-          if (c.value > config.max_uncorrected) repairable.push_back(&c);
+          if (c.value > config.max_uncorrected) t.repairable.push_back(&c);
           break;
         case NeuronCounterKind::correctable:
-          corrected_total += c.value;
-          if (config.max_corrected && c.value > *config.max_corrected) corrected_over.push_back(&c);
+          t.corrected_total += c.value;
+          if (config.max_corrected && c.value > *config.max_corrected) t.corrected_over.push_back(&c);
           break;
       }
     }
     if (has_uncorrectable) continue;
-    (exports_no_ecc(d) ? without_ecc : blind).push_back(d.name);
+    (exports_no_ecc(d) ? t.without_ecc : t.blind).push_back(d.name);
   }
-  auto message = [](const NeuronErrorCounter& c, std::size_t n) {
-    const auto* spec = find_neuron_counter(c.name);
-    std::string m = c.scope + ": " + c.name + " = " + std::to_string(c.value) + " (" + std::string(spec->meaning) + ")";
-    // Where it was read, when that is not where drivers up to 2.30 put it.
-    if (!c.path.ends_with("stats/hardware/" + c.name)) m += " at " + c.path;
-    return m + and_more(n);
-  };
-  const auto missing = not_available(snap);
-  CheckResult r;
-  if (!unrepairable.empty()) {
-    r = make_finding("neuron.errors", "NEURON-HW-ERR", Action::drain,
-                     message(*unrepairable.front(), unrepairable.size() + repairable.size()));
-  } else if (!repairable.empty()) {
-    r = make_finding("neuron.errors", "NEURON-HW-ERR", Action::reboot, message(*repairable.front(), repairable.size()));
-  } else if (!errors.empty()) {
-    r = make_result("neuron.errors", Status::error, "cannot read: " + errors.front() + and_more(errors.size()));
-  } else if (!blind.empty()) {
-    r = make_result("neuron.errors", Status::error, blind_message(snap, blind.front()) + and_more(blind.size()));
-  } else if (!corrected_over.empty() && config.corrected_action != Action::none) {
-    r = make_finding("neuron.errors", "NEURON-ECC-CORRECTED", config.corrected_action,
-                     message(*corrected_over.front(), corrected_over.size()) + " (limit " +
-                         std::to_string(*config.max_corrected) + ")");
-  } else if (without_ecc.size() == snap.devices.size()) {
-    r = make_result("neuron.errors", Status::ok,
-                    "not available: the Neuron driver exports no ECC counters for Inferentia (v1) devices (" +
-                        std::to_string(without_ecc.size()) + " here)");
-  } else {
-    std::string m = "no uncorrectable errors on " + std::to_string(snap.devices.size() - without_ecc.size()) + " Neuron devices";
-    if (corrected_total > 0) m += "; " + std::to_string(corrected_total) + " corrected (data, not judged" +
+  return t;
+}
+
+std::string counter_message(const NeuronErrorCounter& c, std::size_t n) {
+  const auto* spec = find_neuron_counter(c.name);
+  std::string m = c.scope + ": " + c.name + " = " + std::to_string(c.value) + " (" + std::string(spec->meaning) + ")";
+  // Where it was read, when that is not where drivers up to 2.30 put it.
+  if (!c.path.ends_with("stats/hardware/" + c.name)) m += " at " + c.path;
+  return m + and_more(n);
+}
+
+// The worst of what the tally holds: an unrepairable error, a repairable one, a counter that could not
+// be read, a device with no counters, corrected errors past the limit; else healthy.
+CheckResult errors_verdict(const ErrorTally& t, const NeuronSnapshot& snap, const NeuronConfig& config,
+                           const std::vector<std::string>& missing) {
+  if (!t.unrepairable.empty())
+    return make_finding("neuron.errors", "NEURON-HW-ERR", Action::drain,
+                        counter_message(*t.unrepairable.front(), t.unrepairable.size() + t.repairable.size()));
+  if (!t.repairable.empty())
+    return make_finding("neuron.errors", "NEURON-HW-ERR", Action::reboot, counter_message(*t.repairable.front(), t.repairable.size()));
+  if (!t.errors.empty())
+    return make_result("neuron.errors", Status::error, "cannot read: " + t.errors.front() + and_more(t.errors.size()));
+  if (!t.blind.empty())
+    return make_result("neuron.errors", Status::error, blind_message(snap, t.blind.front()) + and_more(t.blind.size()));
+  if (!t.corrected_over.empty() && config.corrected_action != Action::none)
+    return make_finding("neuron.errors", "NEURON-ECC-CORRECTED", config.corrected_action,
+                        counter_message(*t.corrected_over.front(), t.corrected_over.size()) + " (limit " +
+                            std::to_string(*config.max_corrected) + ")");
+  if (t.without_ecc.size() == snap.devices.size())
+    return make_result("neuron.errors", Status::ok,
+                       "not available: the Neuron driver exports no ECC counters for Inferentia (v1) devices (" +
+                           std::to_string(t.without_ecc.size()) + " here)");
+  std::string m = "no uncorrectable errors on " + std::to_string(snap.devices.size() - t.without_ecc.size()) + " Neuron devices";
+  if (t.corrected_total > 0) m += "; " + std::to_string(t.corrected_total) + " corrected (data, not judged" +
                                   (config.max_corrected ? ", limit " + std::to_string(*config.max_corrected) : "") + ")";
-    if (!missing.empty()) m += "; not available on this driver: " + joined(missing);
-    r = make_result("neuron.errors", Status::ok, m);
-  }
+  if (!missing.empty()) m += "; not available on this driver: " + joined(missing);
+  return make_result("neuron.errors", Status::ok, m);
+}
+
+}  // namespace
+
+CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config) {
+  if (snap.devices.empty()) return not_applicable_result("neuron.errors", "not applicable: no Neuron device");
+  const auto tally = tally_errors(snap, config);
+  const auto missing = not_available(snap);
+  CheckResult r = errors_verdict(tally, snap, config, missing);
   r.detail = {{"max_uncorrected", config.max_uncorrected},
               {"max_corrected", config.max_corrected ? nlohmann::json(*config.max_corrected) : nlohmann::json(nullptr)},
               {"driver_version", snap.driver ? nlohmann::json(snap.driver->text) : nlohmann::json(nullptr)},
               {"layout", describe(neuron_layout_for(snap.driver))},
-              {"counters", counters},
+              {"counters", tally.counters},
               {"not_available", missing}};
   return r;
 }

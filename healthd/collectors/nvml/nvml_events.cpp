@@ -1,6 +1,7 @@
 #include "nvml_events.hpp"
 
 #include <map>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -41,11 +42,62 @@ void NvmlEventWatcher::set_problem(std::string p, spdlog::level::level_enum leve
   problem_ = std::move(p);
 }
 
+namespace {
+
+// The GPUs registered in the event set, by NVML's handle: their index and PCI address, for the event.
+using WatchedDevices = std::map<nvmlDevice_t, std::pair<unsigned, std::string>>;
+
+// Registers every GPU that supports them for XIDs and double-bit ECC errors; a GPU that refuses is
+// said (`problem`) and left out.
+WatchedDevices register_devices(const NvmlLibrary& lib, nvmlEventSet_t set, unsigned count,
+                                const std::function<void(std::string)>& problem) {
+  const auto& api = lib.api();
+  WatchedDevices devices;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if (api.handle_by_index(i, &dev) != NVML_SUCCESS) continue;
+    unsigned long long wanted = nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError;
+    unsigned long long supported = wanted;
+    if (api.supported_events && api.supported_events(dev, &supported) == NVML_SUCCESS) wanted &= supported;
+    if (wanted == 0) continue;
+    if (auto rc = api.register_events(dev, wanted, set); rc != NVML_SUCCESS) {
+      problem("nvmlDeviceRegisterEvents (GPU " + std::to_string(i) + "): " + lib.error(rc));
+      continue;
+    }
+    nvmlPciInfo_t pci{};
+    std::string bus_id =
+        api.pci_info && api.pci_info(dev, &pci) == NVML_SUCCESS ? sanitize_c_buffer(pci.busId, sizeof pci.busId) : "";
+    devices[dev] = {i, bus_id};
+  }
+  return devices;
+}
+
+// What NVML reported, as the sink takes it; nothing for an event type not asked for.
+std::optional<NvmlEvent> to_event(const nvmlEventData_t& data, const WatchedDevices& devices) {
+  NvmlEvent e;
+  if (auto it = devices.find(data.device); it != devices.end()) {
+    e.gpu_index = it->second.first;
+    e.bus_id = it->second.second;
+  }
+  if (data.eventType & nvmlEventTypeXidCriticalError) {
+    e.xid = static_cast<unsigned>(data.eventData);
+  } else if (data.eventType & nvmlEventTypeDoubleBitEccError) {
+    e.xid = 48;
+    e.double_bit_ecc = true;
+  } else {
+    return std::nullopt;
+  }
+  return e;
+}
+
+}  // namespace
+
+void NvmlEventWatcher::pause(int seconds) {
+  for (int i = 0; i < seconds * 10 && !stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
 void NvmlEventWatcher::run() {
   // Loading may fail now and work later (driver installed, module loaded): try every 30 s.
-  auto pause = [this](int seconds) {
-    for (int i = 0; i < seconds * 10 && !stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  };
   while (!stopping_) {
     auto opened = NvmlLibrary::open(path_);
     if (!opened) {
@@ -67,25 +119,9 @@ void NvmlEventWatcher::run() {
       pause(30);
       continue;
     }
-    std::map<nvmlDevice_t, std::pair<unsigned, std::string>> devices;
     unsigned count = 0;
     api.device_count(&count);
-    for (unsigned i = 0; i < count; ++i) {
-      nvmlDevice_t dev = nullptr;
-      if (api.handle_by_index(i, &dev) != NVML_SUCCESS) continue;
-      unsigned long long wanted = nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError;
-      unsigned long long supported = wanted;
-      if (api.supported_events && api.supported_events(dev, &supported) == NVML_SUCCESS) wanted &= supported;
-      if (wanted == 0) continue;
-      if (auto rc = api.register_events(dev, wanted, set); rc != NVML_SUCCESS) {
-        set_problem("nvmlDeviceRegisterEvents (GPU " + std::to_string(i) + "): " + lib->error(rc));
-        continue;
-      }
-      nvmlPciInfo_t pci{};
-      std::string bus_id =
-          api.pci_info && api.pci_info(dev, &pci) == NVML_SUCCESS ? sanitize_c_buffer(pci.busId, sizeof pci.busId) : "";
-      devices[dev] = {i, bus_id};
-    }
+    const auto devices = register_devices(*lib, set, count, [this](std::string p) { set_problem(std::move(p)); });
     if (devices.empty() && count > 0) {
       api.event_set_free(set);
       pause(30);
@@ -103,26 +139,17 @@ void NvmlEventWatcher::run() {
         pause(1);
         continue;
       }
-      NvmlEvent e;
-      if (auto it = devices.find(data.device); it != devices.end()) {
-        e.gpu_index = it->second.first;
-        e.bus_id = it->second.second;
-      }
-      if (data.eventType & nvmlEventTypeXidCriticalError) {
-        e.xid = static_cast<unsigned>(data.eventData);
-      } else if (data.eventType & nvmlEventTypeDoubleBitEccError) {
-        e.xid = 48;
-        e.double_bit_ecc = true;
-      } else {
-        continue;
-      }
-      try {
-        sink_(e);
-      } catch (const std::exception& ex) {
-        spdlog::error("nvml events: {}", ex.what());
-      }
+      if (auto e = to_event(data, devices)) deliver(*e);
     }
     api.event_set_free(set);
+  }
+}
+
+void NvmlEventWatcher::deliver(const NvmlEvent& e) {
+  try {
+    sink_(e);
+  } catch (const std::exception& ex) {
+    spdlog::error("nvml events: {}", ex.what());
   }
 }
 

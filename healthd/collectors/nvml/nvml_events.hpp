@@ -37,6 +37,10 @@ class NvmlEventWatcher {
 
  private:
   void run();
+  // Sleeps `seconds`, in steps that notice stop().
+  void pause(int seconds);
+  // Hands an event to the sink; a sink that throws loses that event, not the watcher.
+  void deliver(const NvmlEvent& e);
   void set_problem(std::string p, spdlog::level::level_enum level = spdlog::level::warn);
 
   std::string path_;
