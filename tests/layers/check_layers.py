@@ -19,7 +19,7 @@ import pathlib
 import re
 import sys
 
-ROOT_FILES = "(root)"  # healthd/daemon.cpp, main.cpp: the composition root
+ROOT_FILES = "(root)"  # healthd/daemon.cpp, daemon_startup.cpp, main.cpp: the composition root
 SHARED = "auto_resume"  # include/auto_resume/: the protocol and the job comment, shared with the plugin
 GENERATED = {"version.hpp"}  # configured into the build folder (healthd/version.hpp.in)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
