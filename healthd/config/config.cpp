@@ -1,5 +1,7 @@
 #include "config.hpp"
 
+#include <unistd.h>  // gethostname
+
 #include <fmt/format.h>
 
 #include "config/config_files.hpp"
