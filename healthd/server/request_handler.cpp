@@ -64,41 +64,9 @@ void RequestHandler::log_refusal(const Peer& peer, const proto::Error& error) {
                one_line(error.message, 256));
 }
 
-nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
-  auto request = proto::parse_request(line);
-  if (!request) {
-    log_refusal(peer, request.error());
-    return proto::error_reply(request.error());
-  }
-  return std::visit(
-      [&](const auto& m) -> nlohmann::json {
-        using M = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<M, proto::Ping>) {
-          return proto::ok_reply({{"node", info_.node}, {"version", info_.version}});
-        } else if constexpr (std::is_same_v<M, proto::StatusQuery>) {
-          return proto::ok_reply(status(peer));
-        } else if constexpr (std::is_same_v<M, proto::JobsQuery>) {
-          return proto::ok_reply(jobs(peer));
-        } else if constexpr (std::is_same_v<M, proto::CheckNow>) {
-          // A full sweep may run expensive checks (a DCGM diagnostic): not for anyone to trigger.
-          if (!is_root(peer))
-            return proto::error_reply({proto::err::kForbidden, "an on-demand check is for root only"});
-          if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
-          return proto::ok_reply({{"sweep", events_->check_now()}});
-        } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
-          return proto::ok_reply(explain(peer, m.job_id));
-        } else if constexpr (std::is_same_v<M, proto::EventsQuery>) {
-          return proto::ok_reply({{"node", info_.node}, {"events", events(peer, m.limit)}});
-        } else if constexpr (std::is_same_v<M, proto::AdminDrain> || std::is_same_v<M, proto::AdminResume> ||
-                             std::is_same_v<M, proto::AdminClear>) {
-          return admin(HealthEvents::AdminRequest{m}, peer);
-        } else {
-          return lifecycle(m, peer);
-        }
-      },
-      *request);
-}
-
+// Defined before handle(), which instantiates lifecycle<> for each message type inside std::visit:
+// clang (16, the asan and fuzz presets) left those instantiations undefined when the template came
+// after its use, and the link failed; gcc did not.
 nlohmann::json RequestHandler::admin(const HealthEvents::AdminRequest& request, const Peer& peer) {
   if (!is_root(peer)) return proto::error_reply({proto::err::kForbidden, "admin actions (drain, resume, clear) are for root only"});
   if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
@@ -150,6 +118,41 @@ nlohmann::json RequestHandler::owner_restart_count(const proto::StepStart& m, co
   return proto::error_reply({proto::err::kForbidden,
                              "a step start from a user is taken only as the restart count of a running step of that "
                              "user's own job, and only upwards"});
+}
+
+nlohmann::json RequestHandler::handle(std::string_view line, const Peer& peer) {
+  auto request = proto::parse_request(line);
+  if (!request) {
+    log_refusal(peer, request.error());
+    return proto::error_reply(request.error());
+  }
+  return std::visit(
+      [&](const auto& m) -> nlohmann::json {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, proto::Ping>) {
+          return proto::ok_reply({{"node", info_.node}, {"version", info_.version}});
+        } else if constexpr (std::is_same_v<M, proto::StatusQuery>) {
+          return proto::ok_reply(status(peer));
+        } else if constexpr (std::is_same_v<M, proto::JobsQuery>) {
+          return proto::ok_reply(jobs(peer));
+        } else if constexpr (std::is_same_v<M, proto::CheckNow>) {
+          // A full sweep may run expensive checks (a DCGM diagnostic): not for anyone to trigger.
+          if (!is_root(peer))
+            return proto::error_reply({proto::err::kForbidden, "an on-demand check is for root only"});
+          if (!events_) return proto::error_reply({proto::err::kInternal, "this daemon runs no checks"});
+          return proto::ok_reply({{"sweep", events_->check_now()}});
+        } else if constexpr (std::is_same_v<M, proto::ExplainQuery>) {
+          return proto::ok_reply(explain(peer, m.job_id));
+        } else if constexpr (std::is_same_v<M, proto::EventsQuery>) {
+          return proto::ok_reply({{"node", info_.node}, {"events", events(peer, m.limit)}});
+        } else if constexpr (std::is_same_v<M, proto::AdminDrain> || std::is_same_v<M, proto::AdminResume> ||
+                             std::is_same_v<M, proto::AdminClear>) {
+          return admin(HealthEvents::AdminRequest{m}, peer);
+        } else {
+          return lifecycle(m, peer);
+        }
+      },
+      *request);
 }
 
 bool RequestHandler::sees_every_job(const Peer& peer) const {
