@@ -12,7 +12,8 @@
 # 16). 22.05 is this machine's own (Debian 12): scripts/install-deps.sh, no chroot.
 #
 # The chroots live under AR_CHROOT_ROOT (default /var/cache/slurm-auto-resume/chroots), one folder per
-# series, about 1.3 GB each, 4-6 minutes each to make here. `make` is idempotent: a chroot whose
+# series, about 1.3 GB each, 4-6 minutes each to make here. The base comes from AR_DEBIAN_MIRROR
+# (default: the Debian mirror this machine's apt uses). `make` is idempotent: a chroot whose
 # packages are all there is left as it is. `run` mounts /proc, /sys, /dev and this source tree (at
 # its own path, so build folders and absolute paths mean the same inside and out) in a mount
 # namespace of its own: nothing stays mounted on the host when CMD ends, and several `run`s of one
@@ -48,9 +49,14 @@ packages=(
   pandoc man-db lintian file
 )
 
-# The Debian mirror this machine's apt uses (the registry), for debootstrap.
+# The Debian mirror debootstrap fetches the base from: AR_DEBIAN_MIRROR where set (a site's own
+# mirror), else the one this machine's apt uses (the registry).
 mirror() {
-  local uri=""
+  local uri=${AR_DEBIAN_MIRROR:-}
+  if [ -n "$uri" ]; then
+    echo "$uri"
+    return
+  fi
   if [ -f /etc/apt/sources.list.d/debian.sources ]; then
     uri=$(awk '/^URIs:/ && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
   fi

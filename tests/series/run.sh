@@ -18,7 +18,9 @@
 #      ordinary_user, slurm_api, and with AR_SERIES_FAULTS=1 from faults.bats the undisturbed
 #      incident and a SIGKILL of healthd just before each Slurm call of an incident, then just after;
 #   4. the package: the .deb built for the series (lintian), installed, run on a cluster, upgraded
-#      under a running daemon, purged (tests/package/deb.bats; no .rpm: the chroot has no rpmbuild).
+#      under a running daemon, purged (tests/package/deb.bats; no .rpm: the chroot has no rpmbuild);
+#   5. on the host, a make of the chroot cut off half-way does not break the next one
+#      (tests/scripts/chroot_recovery.sh, on an overlay: the chroot itself is only read).
 # Each step prints its time. A failed build ends the tier; after any other failed step the next ones
 # still run, and the tier fails at the end naming each failed step.
 set -euo pipefail
@@ -31,7 +33,19 @@ if [ "${AR_SLURM_SERIES:-}" != "$series" ]; then
   start=$SECONDS
   scripts/slurm-chroot.sh make "$series"
   echo "=== series $series: chroot ready in $((SECONDS - start)) s"
-  exec scripts/slurm-chroot.sh run "$series" tests/series/run.sh "$series"
+  rc=0
+  scripts/slurm-chroot.sh run "$series" tests/series/run.sh "$series" || rc=$?
+  # On the host, after the steps in the chroot (it reads the chroot they ran in; a few seconds): a
+  # make cut off half-way does not break the next one (tests/scripts/chroot_recovery.sh).
+  start=$SECONDS
+  echo "=== series $series: a cut-off chroot make recovers"
+  if tests/scripts/chroot_recovery.sh "$series"; then
+    echo "=== series $series: a cut-off chroot make recovers passed in $((SECONDS - start)) s"
+  else
+    echo "=== series $series: a cut-off chroot make recovers FAILED after $((SECONDS - start)) s"
+    rc=1
+  fi
+  exit "$rc"
 fi
 
 build=$PWD/build/series-$series
