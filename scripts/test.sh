@@ -25,6 +25,7 @@
 # Needs root for the cluster tier (it starts munge, slurmctld and slurmd) and the series tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/series-report.bash
 
 bash scripts/install-deps.sh
 
@@ -128,25 +129,7 @@ if [ "${#series_tiers[@]}" -gt 0 ]; then
     series_chain
   fi
   for tier in "${series_tiers[@]}"; do
-    echo "=== test.sh: tier $tier: its output (build/$tier.log):"
-    # Passed: the step lines; failed: the end of the log, where the failure is.
-    read -r rc took <"build/$tier.rc" 2>/dev/null || { rc=1; took="?"; }
-    # A log without step lines (its chroot could not be made) must not end this script: under
-    # set -e a grep that finds nothing would, before the tier's failure is printed.
-    if [ "$rc" = 0 ]; then
-      { grep '^=== series' "build/$tier.log" || true; } | sed 's/^/    /'
-      echo "=== test.sh: tier $tier: passed in $took s"
-      passed+=("$tier")
-    else
-      { grep '^=== series' "build/$tier.log" || true; } | sed 's/^/    /'
-      if [ -s "build/$tier.chroot.log" ] && ! grep -q '^=== series' "build/$tier.log" 2>/dev/null; then
-        echo "    its chroot (build/$tier.chroot.log):"
-        tail -n 40 "build/$tier.chroot.log" | sed 's/^/    | /'
-      fi
-      tail -n 150 "build/$tier.log" 2>/dev/null | sed 's/^/    | /' || true
-      echo "=== test.sh: tier $tier: FAILED after $took s"
-      failed+=("$tier")
-    fi
+    if report_series_tier build "$tier"; then passed+=("$tier"); else failed+=("$tier"); fi
   done
 fi
 
