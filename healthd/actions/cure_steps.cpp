@@ -1,10 +1,8 @@
 // The cure chain's steps that run on the node itself, carried out: a GPU reset, a deep check before
 // the node returns, and the request for new hardware (replace). The chain around them (which step,
 // what after a failed one) is cure_actions.cpp's. A reset and a deep check run on a thread of their
-// own that the engine polls, never waits for.
+// own that the engine polls, never waits for (background_runs.hpp).
 #include <algorithm>
-#include <system_error>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -19,18 +17,12 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
   // Resumed meanwhile (by an admin, or the fault cleared): nothing left to cure.
   if (!own || !own->cure || own->cure->current() != Action::reset_gpu) return true;
   auto& c = *own->cure;
-  auto running = running_resets_.find(e.id);
-  if (running == running_resets_.end()) {
+  if (!resets_running_.running(e.id)) {
     auto started = reset_start(e, now);
     if (!started) return std::unexpected(started.error());
     if (*started) return **started;  // not started: the entry's answer now
-    running = running_resets_.find(e.id);
   }
-  std::optional<GpuResetOutcome> result;
-  {
-    std::lock_guard lock(running->second->mutex);
-    result = running->second->result;
-  }
+  auto result = resets_running_.take(e.id);
   if (!result) {
     // NVML or the program stuck past every deadline (a wedged GPU): the thread is left behind, the
     // step counts as failed.
@@ -40,14 +32,13 @@ std::expected<bool, std::string> SlurmActions::do_reset(const JournalEntry& e, W
     journal_.wait_until(e.id, now + std::chrono::milliseconds(200), "GPU reset running");
     return false;
   }
-  running_resets_.erase(running);
   return reset_finished(e, *result, now);
 }
 
 // The reset step failed: the entry is done and the chain goes on (run_due completes the entry, then
 // the next step starts).
 bool SlurmActions::reset_failed(const JournalEntry& e, const std::string& why) {
-  running_resets_.erase(e.id);
+  resets_running_.forget(e.id);
   auto& c = *journal_.own_drain()->cure;
   c.phase = CureProgress::Phase::failed;
   c.last = why;
@@ -55,7 +46,7 @@ bool SlurmActions::reset_failed(const JournalEntry& e, const std::string& why) {
 }
 
 // Starts the reset on a thread of its own, once the node is still healthd's and idle. Nothing: it
-// runs (in running_resets_); a value: not started, and the entry's answer now.
+// runs (in resets_running_); a value: not started, and the entry's answer now.
 std::expected<std::optional<bool>, std::string> SlurmActions::reset_start(const JournalEntry& e, WallTime now) {
   auto& own = journal_.own_drain();
   auto& c = *own->cure;
@@ -77,25 +68,13 @@ std::expected<std::optional<bool>, std::string> SlurmActions::reset_start(const 
     journal_.wait_until(e.id, now + std::chrono::seconds(2), c.last);
     return std::optional<bool>(false);
   }
-  auto outcome = std::make_shared<ResetOutcome>();
-  try {
-    std::thread([outcome, resetter = reset_gpus_, config = policy_.cure, gpus = c.gpus, node = node_] {
-      GpuResetOutcome r;
-      try {
-        r = resetter ? resetter(config, gpus, node) : reset_gpus(config, gpus, node, {});
-      } catch (const std::exception& ex) {
-        r = {GpuResetOutcome::Kind::failed, ex.what()};
-      }
-      std::lock_guard lock(outcome->mutex);
-      outcome->result = std::move(r);
-    }).detach();
-  } catch (const std::system_error& ex) {
-    return std::unexpected(std::string("GPU reset: no thread to run it on: ") + ex.what());
-  }
+  auto started = resets_running_.start(e.id, [resetter = reset_gpus_, config = policy_.cure, gpus = c.gpus, node = node_] {
+    return resetter ? resetter(config, gpus, node) : reset_gpus(config, gpus, node, {});
+  });
+  if (!started) return std::unexpected("GPU reset: " + started.error());
   spdlog::warn("node {}: resetting GPU(s) for {}", e.node, e.code);
   c.last = "GPU reset running";
   c.since = now;
-  running_resets_.emplace(e.id, std::move(outcome));
   return std::optional<bool>();
 }
 
@@ -197,7 +176,7 @@ std::expected<bool, std::string> SlurmActions::do_replace(const JournalEntry& e,
 std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry& e, WallTime now) {
   auto& own = journal_.own_drain();
   if (!own || policy_.cure.deep_check.empty()) {
-    running_deep_checks_.erase(e.id);
+    deep_checks_running_.forget(e.id);
     if (own) {
       // Turned off meanwhile: the node returns as it would without one.
       JournalEntry resume = e;
@@ -207,30 +186,23 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
     }
     return true;
   }
-  auto running = running_deep_checks_.find(e.id);
-  if (running == running_deep_checks_.end()) {
+  if (!deep_checks_running_.running(e.id)) {
     auto started = deep_check_start(e, now);
     if (!started) return std::unexpected(started.error());
     if (*started) return **started;  // not started: the entry's answer now
-    running = running_deep_checks_.find(e.id);
   }
-  std::optional<std::expected<ProcessResult, std::string>> run;
-  {
-    std::lock_guard lock(running->second->mutex);
-    run = running->second->result;
-  }
+  auto run = deep_checks_running_.take(e.id);
   if (!run) {
     journal_.wait_until(e.id, now + std::chrono::milliseconds(500), "deep check running");
     return false;
   }
-  running_deep_checks_.erase(running);
   deep_check_finished(e, *run, now);
   return true;
 }
 
 // Starts the admin's deep check, only on a node healthd holds out of service with nothing on it: a
 // node back in service (Slurm resumed it after a reboot, an admin did) is not healthd's to test any
-// more. Nothing: it runs (in running_deep_checks_); a value: not started, and the entry's answer now.
+// more. Nothing: it runs (in deep_checks_running_); a value: not started, and the entry's answer now.
 std::expected<std::optional<bool>, std::string> SlurmActions::deep_check_start(const JournalEntry& e, WallTime now) {
   auto& own = journal_.own_drain();
   const auto& cure = policy_.cure;
@@ -251,11 +223,10 @@ std::expected<std::optional<bool>, std::string> SlurmActions::deep_check_start(c
                                   "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000)};
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cure.deep_check_timeout);
   const std::string program = argv.front();  // argv moves to the thread
-  auto outcome = run_in_background(std::move(argv), std::move(env), timeout);
-  if (!outcome) return std::unexpected("deep check: " + outcome.error());
+  if (auto started = start_program(deep_checks_running_, e.id, std::move(argv), std::move(env), timeout); !started)
+    return std::unexpected("deep check: " + started.error());
   spdlog::info("node {}: deep check before it returns: {}", e.node, program);
   if (own->cure) own->cure->last = "deep check running";
-  running_deep_checks_.emplace(e.id, std::move(*outcome));
   return std::optional<bool>();
 }
 

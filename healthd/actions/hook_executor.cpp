@@ -1,8 +1,6 @@
 // The admin's hooks ([[policy.hook]]): journalled after an action healthd carried out, each run on a
-// thread of its own that the engine polls, never waits for.
+// thread of its own that the engine polls, never waits for (background_runs.hpp).
 #include <algorithm>
-#include <system_error>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -12,27 +10,12 @@
 
 namespace ar::healthd {
 
-std::expected<std::shared_ptr<SlurmActions::HookOutcome>, std::string> SlurmActions::run_in_background(
-    std::vector<std::string> argv, std::vector<std::string> env, std::chrono::milliseconds timeout) {
-  auto outcome = std::make_shared<HookOutcome>();
-  // On a thread of its own: a program may take its whole timeout, and the engine must go on sweeping
-  // and releasing requeued jobs meanwhile. Detached: at exit the process ends it, as it would a
-  // child; its deadline bounds it otherwise.
-  try {
-    std::thread([outcome, runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout] {
-      std::expected<ProcessResult, std::string> r = std::unexpected(std::string("did not run"));
-      try {
-        r = runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
-      } catch (const std::exception& ex) {
-        r = std::unexpected(std::string(ex.what()));
-      }
-      std::lock_guard lock(outcome->mutex);
-      outcome->result = std::move(r);
-    }).detach();
-  } catch (const std::system_error& ex) {
-    return std::unexpected(std::string("no thread to run it on: ") + ex.what());
-  }
-  return outcome;
+std::expected<void, std::string> SlurmActions::start_program(BackgroundRuns<ProgramRun>& runs, std::uint64_t id,
+                                                             std::vector<std::string> argv, std::vector<std::string> env,
+                                                             std::chrono::milliseconds timeout) {
+  return runs.start(id, [runner = run_hook_, argv = std::move(argv), env = std::move(env), timeout]() -> ProgramRun {
+    return runner ? runner(argv, env, timeout) : run_process(argv, timeout, 64 * 1024, env);
+  });
 }
 
 void SlurmActions::queue_hooks(const JournalEntry& done, Action what, WallTime now) {
@@ -71,8 +54,7 @@ std::expected<bool, std::string> SlurmActions::do_hook(const JournalEntry& e, Wa
       timeline_.record(e.job_id, {now, node_, "hook failed", hook->name + " after " + to_string(e.done) + ": " + e.last_error});
     return true;
   }
-  auto running = running_hooks_.find(e.id);
-  if (running == running_hooks_.end()) {
+  if (!hooks_running_.running(e.id)) {
     std::vector<std::string> argv;
     for (const auto& word : hook->command) argv.push_back(expand_node_name(word, e.node));
     // The values come from Slurm and from check messages: one line each, no NUL (sanitize).
@@ -80,20 +62,14 @@ std::expected<bool, std::string> SlurmActions::do_hook(const JournalEntry& e, Wa
                                     "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000),
                                     "HEALTHD_JOB_ID=" + std::to_string(e.job_id)};
     const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(hook->timeout);
-    auto outcome = run_in_background(std::move(argv), std::move(env), timeout);
-    if (!outcome) return std::unexpected("hook " + hook->name + ": " + outcome.error());
-    running = running_hooks_.emplace(e.id, std::move(*outcome)).first;
+    if (auto started = start_program(hooks_running_, e.id, std::move(argv), std::move(env), timeout); !started)
+      return std::unexpected("hook " + hook->name + ": " + started.error());
   }
-  std::optional<std::expected<ProcessResult, std::string>> run;
-  {
-    std::lock_guard lock(running->second->mutex);
-    run = running->second->result;
-  }
+  auto run = hooks_running_.take(e.id);
   if (!run) {
     journal_.wait_until(e.id, now + std::chrono::milliseconds(200), "hook " + hook->name + " running");
     return false;
   }
-  running_hooks_.erase(running);
   if (!*run) return std::unexpected("hook " + hook->name + ": " + run->error());
   if ((*run)->timed_out)
     return std::unexpected("hook " + hook->name + ": no exit within " + std::to_string(hook->timeout.count()) + " s");

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actions/background_runs.hpp"
 #include "actions/gpu_reset.hpp"
 #include "runtime/process.hpp"
 #include "actions/slurm_client.hpp"
@@ -249,17 +250,18 @@ class SlurmActions {
   // What the entry being carried out did on Slurm in this pass (drain, reboot, resume, signal); unset
   // when it found nothing to do (drained by an admin, withheld, already resumed): no hook then.
   std::optional<Action> acted_;
-  // A hook's result, written by its thread, read by the engine.
-  struct HookOutcome {
-    std::mutex mutex;
-    std::optional<std::expected<ProcessResult, std::string>> result;
-  };
-  std::map<std::uint64_t, std::shared_ptr<HookOutcome>> running_hooks_;  // by journal entry
-  // Runs a program (a hook, a deep check) through run_hook_ on a detached thread; its result lands
-  // in the outcome.
-  std::expected<std::shared_ptr<HookOutcome>, std::string> run_in_background(std::vector<std::string> argv,
-                                                                             std::vector<std::string> env,
-                                                                             std::chrono::milliseconds timeout);
+  // A program's run (an admin's hook, a deep check): its result, or why it did not run.
+  using ProgramRun = std::expected<ProcessResult, std::string>;
+  static ProgramRun program_threw(const std::string& what) { return std::unexpected(what); }
+  static GpuResetOutcome reset_threw(const std::string& what) { return {GpuResetOutcome::Kind::failed, what}; }
+  // Running on threads of their own, by journal entry (background_runs.hpp).
+  BackgroundRuns<ProgramRun> hooks_running_{program_threw};
+  BackgroundRuns<ProgramRun> deep_checks_running_{program_threw};
+  BackgroundRuns<GpuResetOutcome> resets_running_{reset_threw};
+  // Starts a program (a hook, a deep check) through run_hook_ for entry `id` in `runs`.
+  std::expected<void, std::string> start_program(BackgroundRuns<ProgramRun>& runs, std::uint64_t id,
+                                                 std::vector<std::string> argv, std::vector<std::string> env,
+                                                 std::chrono::milliseconds timeout);
   NoticeSink* notices_ = nullptr;
   std::uint32_t failing_after_ = 3;
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an
@@ -271,13 +273,6 @@ class SlurmActions {
   GpuResetter reset_gpus_;
   std::function<void(const std::string&)> cured_;
   std::string boot_id_;
-  // A reset's or a deep check's result, written by its thread, read by the engine (by journal entry).
-  struct ResetOutcome {
-    std::mutex mutex;
-    std::optional<GpuResetOutcome> result;
-  };
-  std::map<std::uint64_t, std::shared_ptr<ResetOutcome>> running_resets_;
-  std::map<std::uint64_t, std::shared_ptr<HookOutcome>> running_deep_checks_;
 };
 
 }  // namespace ar::healthd
