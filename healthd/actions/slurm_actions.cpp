@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "auto_resume/job_comment.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -37,7 +36,10 @@ void SlurmActions::run_due(WallTime now) {
   // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
   // one pass the drain lands and the requeue follows it at once.
   auto due = journal_.pending();
-  auto rank = [](const JournalEntry& e) { return e.kind == Action::signal ? 0 : e.kind == Action::drain ? 1 : 2; };
+  auto rank = [](const JournalEntry& e) {
+    const auto* x = executor_for(e.kind);
+    return x != nullptr ? x->order : 0;
+  };
   std::stable_sort(due.begin(), due.end(), [&](const JournalEntry& a, const JournalEntry& b) { return rank(a) < rank(b); });
   for (const auto& e : due) {
     if (e.next_try > now) continue;
@@ -52,28 +54,16 @@ void SlurmActions::run_due(WallTime now) {
   }
 }
 
-// One entry, by its kind: true when it is finished (done, or nothing left to do); false when it waits
-// (it set its next try itself); an error to be retried.
+// One entry, by its executor.
 std::expected<bool, std::string> SlurmActions::carry_out(const JournalEntry& e, WallTime now) {
-  switch (e.kind) {
-    case Action::drain: return do_drain(e, now);
-    case Action::requeue: return do_requeue(e, now);
-    case Action::resume: return do_resume(e, now);
-    case Action::signal: return do_signal(e, now);
-    case Action::annotate: {
-      auto c = annotate(e.job_id, e.reason);
-      return c ? std::expected<bool, std::string>(true) : std::unexpected(c.error());
-    }
-    case Action::hook: return do_hook(e, now);
-    case Action::reset_gpu: return do_reset(e, now);
-    case Action::replace: return do_replace(e, now);
-    case Action::deep_check: return do_deep_check(e, now);
-    default:
-      // What a fault calls for (warn, reboot, ...) is never a journal entry of its own; one read from
-      // a journal written by hand is dropped, not retried forever.
-      spdlog::error("journal: entry {} has kind {}, which is not carried out; dropped", e.id, to_string(e.kind));
-      return true;
+  const auto* executor = executor_for(e.kind);
+  if (executor == nullptr) {
+    // What a fault calls for (warn, reboot, ...) is never a journal entry of its own; one read from
+    // a journal written by hand is dropped, not retried forever.
+    spdlog::error("journal: entry {} has kind {}, which is not carried out; dropped", e.id, to_string(e.kind));
+    return true;
   }
+  return (this->*executor->carry_out)(e, now);
 }
 
 void SlurmActions::entry_finished(const JournalEntry& e, WallTime now) {
@@ -143,25 +133,6 @@ bool SlurmActions::slurm_ready(WallTime now) {
   return false;
 }
 
-std::expected<void, std::string> SlurmActions::annotate(std::uint32_t job_id, const std::string& line,
-                                                     const std::optional<std::string>& current) {
-  std::string existing;
-  if (current) {
-    existing = *current;
-  } else {
-    auto job = slurm_.job(job_id);
-    if (!job) {
-      if (gone(job.error())) return {};  // nothing left to say it to
-      return std::unexpected(job.error().message);
-    }
-    existing = job->admin_comment;
-  }
-  JobUpdate u;
-  u.admin_comment = merge_admin_comment(existing, line);
-  if (auto r = slurm_.update_job(job_id, u); !r && !gone(r.error())) return std::unexpected("admin comment: " + r.error().message);
-  return {};
-}
-
 void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now) {
   if (notices_ == nullptr) return;
   Notice n;
@@ -215,66 +186,6 @@ void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done
   }
   if (e.kind == Action::requeue && std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == e.job_id; }))
     owners_.erase(e.job_id);
-}
-
-std::expected<bool, std::string> SlurmActions::do_resume(const JournalEntry& e, WallTime now) {
-  auto info = slurm_.node(e.node);
-  if (!info) return std::unexpected(info.error().message);
-  auto& own = journal_.own_drain();
-  if (e.admin) {
-    // An admin's resume: of healthd's drain even when held (that is what held waits for), and of
-    // anyone's with --force. A fault still standing is then the admin's override (not drained again).
-    if (!info->drained_or_draining()) {
-      admin_outcome_ = "not drained (" + (info->state.empty() ? std::string("in service") : info->state) + "); nothing to resume";
-      own.reset();
-      return true;
-    }
-    if (!info->reason.starts_with(kReasonPrefix) && !e.force) {
-      admin_outcome_ = "not resumed: drained by someone else (" + sanitize(info->reason, 120) + "); use --force";
-      return true;
-    }
-    if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
-    acted_ = Action::resume;
-    spdlog::warn("node {} resumed by an admin through healthctl (was: {})", e.node, sanitize(info->reason, 240));
-    own.reset();
-    return true;
-  }
-  if (!info->drained_or_draining() || !info->reason.starts_with(kReasonPrefix)) {
-    // Resumed by an admin, or re-drained with their own reason: not ours any more.
-    own.reset();
-    return true;
-  }
-  if (!own || own->held) return true;
-  // A reboot is on its way: resuming the node now would cancel the reboot that cures the fault. After
-  // it the node is still drained (no nextstate=RESUME), and healthd returns it here once healthy.
-  if (own->reboot && info->reboot_pending()) return true;
-  if (auto r = slurm_.resume(e.node); !r) return std::unexpected(r.error().message);
-  acted_ = Action::resume;
-  spdlog::info("node {} passed {} checks in a row: resumed (was: {})", e.node, policy_.recovery_passes, own->reason);
-  own.reset();
-  (void)now;
-  return true;
-}
-
-std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, WallTime now) {
-  if (journal_.signalled(e.job_id, e.restart_count)) return true;
-  auto job = slurm_.job(e.job_id);
-  if (!job) {
-    if (gone(job.error())) return true;  // gone: nothing to checkpoint
-    return std::unexpected(job.error().message);
-  }
-  owners_[e.job_id] = job->user_id;
-  // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
-  if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
-  const std::string& signal = e.reason;
-  if (auto r = slurm_.signal_job(e.job_id, signal); !r) return std::unexpected(r.error().message);
-  acted_ = Action::signal;
-  // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
-  journal_.mark_signalled(e.job_id, e.restart_count);
-  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, signal, e.code, node_);
-  timeline_.record(e.job_id, {now, node_, "checkpoint signal",
-                              "SIG" + signal + " to the batch script and every step: " + e.code + " on " + node_});
-  return true;
 }
 
 void SlurmActions::add_status(nlohmann::json& j) const {

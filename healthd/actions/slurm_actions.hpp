@@ -114,8 +114,21 @@ class SlurmActions {
   // What status shows of this side: an override, a withheld drain, Slurm not ready.
   void add_status(nlohmann::json& j) const;
 
+  // One kind of journal entry and the member that carries it out: true when the entry is finished
+  // (done, or nothing left to do), false when it waits (it set its next try itself), an error to be
+  // retried. Each in a file of its own (actions/*_executor.cpp), listed once (executors.cpp).
+  using CarryOut = std::expected<bool, std::string> (SlurmActions::*)(const JournalEntry& e, WallTime now);
+  struct Executor {
+    Action kind;
+    int order;  // within one pass over the due entries, lower first
+    CarryOut carry_out;
+  };
+  static const std::vector<Executor>& executors();
+  // nullptr: no executor (what a fault calls for, warn or reboot, is never an entry of its own).
+  static const Executor* executor_for(Action kind);
+
  private:
-  // run_due's parts: one entry carried out by its kind, and what follows when it finished or failed.
+  // run_due's parts: one entry carried out by its executor, and what follows when it finished or failed.
   std::expected<bool, std::string> carry_out(const JournalEntry& e, WallTime now);
   void entry_finished(const JournalEntry& e, WallTime now);
   void entry_failed(const JournalEntry& e, const std::string& error, std::chrono::steady_clock::time_point started, WallTime now);
@@ -143,6 +156,7 @@ class SlurmActions {
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);
+  std::expected<bool, std::string> do_annotate(const JournalEntry& e, WallTime now);
   // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
   // false: waiting, the entry's next try is set.
   std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
@@ -192,8 +206,9 @@ class SlurmActions {
   bool look_at_followed(Followed& f, WallTime now);
   void running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now);
   std::expected<bool, std::string> do_hook(const JournalEntry& e, WallTime now);
-  // Cure steps (cure_steps.cpp). A step on a thread of its own is started (nothing: it runs; a value:
-  // not started, and the entry's answer now), polled, and its outcome carried out.
+  // Cure steps (reset_executor.cpp, replace_executor.cpp, deep_check_executor.cpp). A step on a thread
+  // of its own is started (nothing: it runs; a value: not started, and the entry's answer now),
+  // polled, and its outcome carried out.
   std::expected<bool, std::string> do_reset(const JournalEntry& e, WallTime now);
   std::expected<std::optional<bool>, std::string> reset_start(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> reset_finished(const JournalEntry& e, const GpuResetOutcome& result, WallTime now);

@@ -13,8 +13,7 @@ namespace {
 // named an annotate entry.
 std::optional<Action> parse_kind(const std::string& s) {
   if (s == "comment") return Action::annotate;
-  for (auto k : {Action::drain, Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook,
-                 Action::reset_gpu, Action::replace, Action::deep_check})
+  for (auto k : kEntryKinds)
     if (to_string(k) == s) return k;
   return std::nullopt;
 }

@@ -38,6 +38,11 @@ inline constexpr Action kNodeActions[] = {Action::none, Action::warn, Action::dr
 inline constexpr Action kXidActions[] = {Action::none,     Action::warn,  Action::restart_app,
                                          Action::reset_gpu, Action::drain, Action::reboot};
 
+// The kinds of journal entry: what healthd carries out, each by its executor (actions/executors.cpp).
+inline constexpr Action kEntryKinds[] = {Action::drain,  Action::requeue,   Action::resume,
+                                         Action::annotate, Action::signal, Action::hook,
+                                         Action::reset_gpu, Action::replace, Action::deep_check};
+
 // The steps a cure chain may hold ([[cure.chain]] steps), in the order they usually escalate.
 inline constexpr Action kCureSteps[] = {Action::reset_gpu, Action::reboot, Action::replace};
 

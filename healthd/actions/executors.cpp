@@ -1,0 +1,34 @@
+// The executors: for each kind of journal entry (vocabulary/action.hpp, kEntryKinds), the member of
+// SlurmActions that carries it out, each in a file of its own (actions/*_executor.cpp). One explicit
+// list, like the checks' (checks/registry.cpp). Adding an entry kind: ARCHITECTURE.md, "Add an action".
+#include <algorithm>
+
+#include "actions/slurm_actions.hpp"
+
+namespace ar::healthd {
+
+const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
+  // The order within one pass: checkpoint signals first (the job checkpoints before anything else
+  // happens to it), then drains (a requeue waits for its node's drain: in one pass the drain lands and
+  // the requeue follows it at once), then the rest as they were journalled.
+  static const std::vector<Executor> table = {
+      {Action::signal, 0, &SlurmActions::do_signal},          // signal_executor.cpp
+      {Action::drain, 1, &SlurmActions::do_drain},            // drain_executor.cpp
+      {Action::requeue, 2, &SlurmActions::do_requeue},        // requeue_executor.cpp
+      {Action::resume, 2, &SlurmActions::do_resume},          // resume_executor.cpp
+      {Action::annotate, 2, &SlurmActions::do_annotate},      // annotate_executor.cpp
+      {Action::hook, 2, &SlurmActions::do_hook},              // hook_executor.cpp
+      {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
+      {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
+      {Action::deep_check, 2, &SlurmActions::do_deep_check},  // deep_check_executor.cpp
+  };
+  return table;
+}
+
+const SlurmActions::Executor* SlurmActions::executor_for(Action kind) {
+  const auto& table = executors();
+  auto it = std::find_if(table.begin(), table.end(), [&](const Executor& x) { return x.kind == kind; });
+  return it == table.end() ? nullptr : &*it;
+}
+
+}  // namespace ar::healthd
