@@ -105,6 +105,17 @@ job_priority() { squeue -h -t all -j "$1" -o '%Q'; }
 # job_not_on JOB NODE: the job's allocation does not include NODE. A function, because a bare
 # "! cmd" line never fails a bats test (errexit ignores negated commands).
 job_not_on() { ! job_nodes "$1" | grep -qx "$2"; }
+# exchange_paths A B: A and B swap places in one step (renameat2 RENAME_EXCHANGE), so a daemon
+# looking at B never finds it missing, whatever kinds of file the two are.
+exchange_paths() {
+  python3 - "$1" "$2" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+if libc.renameat2(AT_FDCWD, os.fsencode(sys.argv[1]), AT_FDCWD, os.fsencode(sys.argv[2]), RENAME_EXCHANGE) != 0:
+    sys.exit(f"exchange {sys.argv[1]} {sys.argv[2]}: {os.strerror(ctypes.get_errno())}")
+PY
+}
 job_start() { scontrol show job "$1" -o | grep -o ' StartTime=[^ ]*' | head -1 | cut -d= -f2; }
 # job_started_again JOB N START: running attempt N, started after START (the attempt before's StartTime):
 # not slurmctld's view of a job just requeued, which has shown Restarts=N beside the old attempt's nodes.

@@ -34,7 +34,7 @@ teardown() {
   for node in n1 n2 n3; do
     local fsx="${AR_CLUSTER_DIR}/host/$node/fsx"
     [ -d "$fsx" ] || { rm -f "$fsx"; mkdir -p "$fsx"; }
-    rm -rf "$fsx/.healthd-probe.$node"
+    rm -rf "$fsx/.healthd-probe.$node" "$fsx.file" "$fsx.dir"
     chmod 0755 "$fsx"
     rm -f "$IMDS_DIR/$node/events/maintenance/scheduled" "${AR_CLUSTER_DIR}/host/$node/etc/admin-check"
   done
@@ -65,9 +65,13 @@ check_says() { [ "$(check_result "$1" "$2" "$3")" = True ]; }
   wait_until 60 job_running_attempt "$job" 0
   victim=$(second_node "$job")
   # As root, file modes do not stop a write: the mount point becomes something no file can be
-  # created in (a plain file), which the probe finds as a real dead mount would be found.
-  rm -rf "${AR_CLUSTER_DIR}/host/$victim/fsx"
-  touch "${AR_CLUSTER_DIR}/host/$victim/fsx"
+  # created in (a plain file), which the probe finds as a real dead mount would be found. The swap is
+  # one atomic exchange: between an rm and a touch, a sweep could find the mount point missing and
+  # drain for statvfs instead (CI met that once).
+  local fsx="${AR_CLUSTER_DIR}/host/$victim/fsx"
+  touch "$fsx.file"
+  exchange_paths "$fsx.file" "$fsx"
+  rm -rf "$fsx.file"
   wait_until 30 restarted "$job" 1
   [[ "$(node_state "$victim")" == drain* ]]
   [[ "$(node_reason "$victim")" == "healthd: STORAGE-UNWRITABLE: storage: /fsx: probe write failed: open: "* ]]
@@ -76,8 +80,9 @@ check_says() { [ "$(check_result "$1" "$2" "$3")" = True ]; }
   job_not_on "$job" "$victim"
   grep -q "second attempt" "$WORK/job.out"
   # writable again: healthd gives its drain back
-  rm -f "${AR_CLUSTER_DIR}/host/$victim/fsx"
-  mkdir "${AR_CLUSTER_DIR}/host/$victim/fsx"
+  mkdir "$fsx.dir"
+  exchange_paths "$fsx.dir" "$fsx"
+  rm -f "$fsx.dir"
   wait_until $((40 + SLURM_SETTLE_S)) node_idle "$victim"
 }
 

@@ -190,8 +190,8 @@ void XidCheck::save_locked() const {
   }
   nlohmann::json j = {{"version", 1}, {"boot_id", boot_id_}, {"tracked", tracked}};
   // Texts are sanitized where they enter; `replace` makes sure a stray byte can never throw here.
-  const auto text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (auto r = write_file_atomically(state_file_, text); !r) spdlog::error("gpu_xid: {}", r.error());
+  const auto serialized = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (auto r = write_file_atomically(state_file_, serialized); !r) spdlog::error("gpu_xid: {}", r.error());
 }
 
 void XidCheck::load() {
