@@ -1,11 +1,15 @@
-// The executors: for each kind of journal entry (vocabulary/action.hpp, kEntryKinds), the member of
-// SlurmActions that carries it out, each in a file of its own (actions/*_executor.cpp). One explicit
-// list, like the checks' (checks/registry.cpp). Adding an entry kind: ARCHITECTURE.md, "Add an action".
+// The executors: for each kind of journal entry (vocabulary/action.hpp, kEntryKinds), the function
+// (actions/executor.hpp) or the member of SlurmActions that carries it out, each in a file of its
+// own (actions/*_executor.cpp). One explicit list, like the checks' (checks/registry.cpp). Adding an
+// entry kind: ARCHITECTURE.md, "Add an action".
 #include <algorithm>
 
 #include "actions/slurm_actions.hpp"
 
 namespace ar::healthd {
+
+// The executors that are plain functions (actions/executor.hpp), each defined in its own file.
+std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 
 const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
   // The order within one pass: checkpoint signals first (the job checkpoints before anything else
@@ -21,6 +25,7 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
       {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
       {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
       {Action::deep_check, 2, &SlurmActions::do_deep_check},  // deep_check_executor.cpp
+      {.kind = Action::notify_only, .order = 2, .function = &carry_out_notify, .needs_slurm = false},  // notify_executor.cpp
   };
   return table;
 }

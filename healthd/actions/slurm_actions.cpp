@@ -30,8 +30,9 @@ void SlurmActions::run_due(WallTime now) {
   }
   if (journal_unwritable_) spdlog::info("journal: written again; carrying out the {} pending action(s)", journal_.pending().size());
   journal_unwritable_ = false;
-  if (!slurm_ready(now)) return;
-  settle_share(now);
+  // Entries that need Slurm wait until it answers and knows this node; the others (a notice) do not.
+  const bool ready = slurm_ready(now);
+  if (ready) settle_share(now);
   // Copy: carrying out an entry changes the journal. Checkpoint signals first (the job checkpoints
   // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
   // one pass the drain lands and the requeue follows it at once.
@@ -43,6 +44,7 @@ void SlurmActions::run_due(WallTime now) {
   std::stable_sort(due.begin(), due.end(), [&](const JournalEntry& a, const JournalEntry& b) { return rank(a) < rank(b); });
   for (const auto& e : due) {
     if (e.next_try > now) continue;
+    if (const auto* x = executor_for(e.kind); !ready && (x == nullptr || x->needs_slurm)) continue;
     if (!journal_.find(e.id)) continue;  // finished meanwhile by another entry's step
     acted_.reset();
     admin_outcome_.clear();
@@ -63,7 +65,12 @@ std::expected<bool, std::string> SlurmActions::carry_out(const JournalEntry& e, 
     spdlog::error("journal: entry {} has kind {}, which is not carried out; dropped", e.id, to_string(e.kind));
     return true;
   }
-  return (this->*executor->carry_out)(e, now);
+  if (executor->carry_out != nullptr) return (this->*executor->carry_out)(e, now);
+  const ExecutorServices services{node_, slurm_, journal_, timeline_, notices_};
+  auto carried = executor->function(services, e, now);
+  if (!carried) return std::unexpected(carried.error());
+  acted_ = carried->acted;
+  return carried->finished;
 }
 
 void SlurmActions::entry_finished(const JournalEntry& e, WallTime now) {

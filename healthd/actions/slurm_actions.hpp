@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actions/background_runs.hpp"
+#include "actions/executor.hpp"
 #include "actions/gpu_reset.hpp"
 #include "runtime/process.hpp"
 #include "actions/slurm_client.hpp"
@@ -114,14 +115,19 @@ class SlurmActions {
   // What status shows of this side: an override, a withheld drain, Slurm not ready.
   void add_status(nlohmann::json& j) const;
 
-  // One kind of journal entry and the member that carries it out: true when the entry is finished
-  // (done, or nothing left to do), false when it waits (it set its next try itself), an error to be
-  // retried. Each in a file of its own (actions/*_executor.cpp), listed once (executors.cpp).
+  // One kind of journal entry and what carries it out, each in a file of its own
+  // (actions/*_executor.cpp), listed once (executors.cpp). Either a plain function over the services
+  // of actions/executor.hpp (new executors: nothing here changes for one), or a member of this class
+  // (the executors that share its state: the share, the cure, the follow-up of requeued jobs): true
+  // when the entry is finished (done, or nothing left to do), false when it waits (it set its next
+  // try itself), an error to be retried.
   using CarryOut = std::expected<bool, std::string> (SlurmActions::*)(const JournalEntry& e, WallTime now);
   struct Executor {
     Action kind;
     int order;  // within one pass over the due entries, lower first
-    CarryOut carry_out;
+    CarryOut carry_out = nullptr;
+    ExecutorFunction function = nullptr;
+    bool needs_slurm = true;  // false: carried out while slurmctld is not answering too
   };
   static const std::vector<Executor>& executors();
   // nullptr: no executor (what a fault calls for, warn or reboot, is never an entry of its own).

@@ -15,12 +15,8 @@ std::string to_string(Status s) {
 }
 
 Status status_for(Action a) {
-  switch (a) {
-    case Action::none: return Status::ok;
-    case Action::warn:
-    case Action::restart_app: return Status::warn;
-    default: return Status::fault;
-  }
+  if (a == Action::none) return Status::ok;
+  return keeps_node_in(a) ? Status::warn : Status::fault;
 }
 
 nlohmann::json CheckResult::to_json() const {

@@ -65,7 +65,7 @@ Parsed<std::vector<std::string>> read_names(const toml::node& n);
 Parsed<std::vector<std::string>> read_argv(const toml::node& n);
 Parsed<double> read_non_negative(const toml::node& n);
 Parsed<double> read_share(const toml::node& n);  // 0..1
-// One of `allowed` by name (kNodeActions: none, warn, drain, reboot).
+// One of `allowed` by name (kNodeActions: none, warn, notify_only, drain, reboot).
 Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed = kNodeActions);
 // read_action with the node actions, as a reader a KeyTable field takes.
 inline Parsed<Action> read_node_action(const toml::node& n) { return read_action(n); }

@@ -153,6 +153,8 @@ class Responder {
   // answered, for on_sweep to act on when this node is healthy.
   std::vector<StallEvent> poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass);
   void act_on_stall(const StallEvent& stall, WallTime now);
+  // The faults calling for notify_only: a notify_only entry for each new episode (policy/notify_policy.hpp).
+  void tell_notify_only(const std::vector<CheckResult>& results, WallTime now, bool full_pass);
   std::string drain_reason(const CheckResult& fault, bool held) const;
 
   std::string node_;
@@ -164,6 +166,8 @@ class Responder {
   std::uint32_t healthy_passes_ = 0;
   std::optional<WallTime> last_healthy_pass_;
   std::set<std::string> reported_;  // report_only: what this episode already said it would do
+  // The notify_only faults told in their current episode (lost on a restart: told once more then).
+  std::set<std::string> notify_open_;
   NoticeSink* notices_ = nullptr;
   StallWatch stall_watch_{
       [](const std::string& path, std::uint32_t uid) { return read_heartbeat_as_owner(path, uid); }};

@@ -1,5 +1,5 @@
 // The one vocabulary of actions. What a fault calls for (a check's result, an XID rule, a kernel-log
-// rule, an admin's `*_action` key) is one of the first six, in rising order of severity; the
+// rule, an admin's `*_action` key) is one of the first seven, in rising order of severity; the
 // journal's entries (what healthd carries out on Slurm, actions/) use the same names. A config key
 // names the subset it accepts (config/fields.hpp `read_action`).
 #pragma once
@@ -8,6 +8,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace ar::healthd {
 
@@ -15,6 +17,8 @@ enum class Action : std::uint8_t {
   // What a fault calls for, in rising order of severity: compare with < and >.
   none,         // not judged ("ignore" in an XID rule)
   warn,         // tell, keep the node
+  notify_only,  // keep the node, and tell the admins: an incident notice (webhook, event log) once per
+                // episode, carried out as a journal entry (actions/notify_executor.cpp)
   restart_app,  // the application's fault (an XID): it restarts, the node stays in (a warning here)
   reset_gpu,    // a GPU reset cures it: the node is drained, the GPU reset once idle (a cure step, engine/cure_plan)
   drain,        // take the node out of service, requeue its auto-resume jobs
@@ -30,21 +34,36 @@ enum class Action : std::uint8_t {
   deep_check,   // the admin's long test ([cure] deep_check) before a node healthd drained returns
 };
 
+// Each action's name, in config keys and the journal: the one list to_string and parse_action read.
+inline constexpr std::pair<Action, std::string_view> kActionNames[] = {
+    {Action::none, "none"},           {Action::warn, "warn"},       {Action::notify_only, "notify_only"},
+    {Action::restart_app, "restart_app"}, {Action::reset_gpu, "reset_gpu"}, {Action::drain, "drain"},
+    {Action::reboot, "reboot"},       {Action::requeue, "requeue"}, {Action::resume, "resume"},
+    {Action::annotate, "annotate"},   {Action::signal, "signal"},   {Action::hook, "hook"},
+    {Action::replace, "replace"},     {Action::deep_check, "deep_check"},
+};
+
 std::string to_string(Action a);
 std::optional<Action> parse_action(const std::string& s);
 
 // The actions a fault may call for in most config keys, and in an XID rule.
-inline constexpr Action kNodeActions[] = {Action::none, Action::warn, Action::drain, Action::reboot};
+inline constexpr Action kNodeActions[] = {Action::none, Action::warn, Action::notify_only, Action::drain, Action::reboot};
 inline constexpr Action kXidActions[] = {Action::none,     Action::warn,  Action::restart_app,
                                          Action::reset_gpu, Action::drain, Action::reboot};
 
 // The kinds of journal entry: what healthd carries out, each by its executor (actions/executors.cpp).
-inline constexpr Action kEntryKinds[] = {Action::drain,  Action::requeue,   Action::resume,
-                                         Action::annotate, Action::signal, Action::hook,
-                                         Action::reset_gpu, Action::replace, Action::deep_check};
+inline constexpr Action kEntryKinds[] = {Action::drain,     Action::requeue, Action::resume,
+                                         Action::annotate,  Action::signal,  Action::hook,
+                                         Action::reset_gpu, Action::replace, Action::deep_check,
+                                         Action::notify_only};
 
 // The steps a cure chain may hold ([[cure.chain]] steps), in the order they usually escalate.
 inline constexpr Action kCureSteps[] = {Action::reset_gpu, Action::reboot, Action::replace};
+
+// Whether a fault calling for `a` keeps the node in service and is only told (a check's status warn).
+constexpr bool keeps_node_in(Action a) {
+  return a == Action::warn || a == Action::notify_only || a == Action::restart_app;
+}
 
 // Whether `a` takes the node out of service (a GPU reset needs it idle: it is drained first).
 constexpr bool takes_node_out(Action a) {

@@ -16,7 +16,7 @@
 namespace ar::healthd {
 
 enum class NoticeKind : std::uint8_t {
-  incident,        // a fault that takes the node out was seen (a new episode)
+  incident,        // a fault that takes the node out, or one calling for notify_only, was seen (a new episode)
   drain,           // healthd drained the node (reboot: see `action`)
   requeue,         // an auto-resume job was requeued (and released from Slurm's hold)
   resumed,         // a requeued job is running again

@@ -74,6 +74,7 @@ print(" ".join(str(eval(sys.argv[2])) for r in checks if r["check"] == sys.argv[
 }
 # check_status NODE CHECK: the status of one result (e.g. efa.ports) on NODE.
 check_status() { check_field "$1" "$2" 'r["status"]'; }
+check_is() { [ "$(check_status "$1" "$2")" = "$3" ]; }
 area_ok() { [ "$(check_status "$1" "$2")" = ok ]; }
 
 @test "healthy fake hardware: every EFA, Neuron and node result passes" {
@@ -150,6 +151,35 @@ corrected_shown() { [ "$(check_field "$1" neuron.errors 'r["message"]')" = "$2" 
   [[ "$(node_state "$node")" != *drain* ]]
   [ "$(job_state "$job")" = RUNNING ]
   [ "$(job_restarts "$job")" = 0 ]
+  scancel "$job"
+}
+
+@test "a notify_only fault under a running auto-resume job: the admins are told once, the node and the job stay" {
+  local job node since
+  job=$(submit -N1 -o "$WORK/job.out" --auto-resume=1 --wrap "srun sleep 600")
+  wait_until 60 job_running_attempt "$job" 0
+  node=$(job_nodes "$job")
+  since=$(date +%s%3N)
+  # [[checks.kernel_log.rule]] TEST-LINK-FLAP (healthd.toml.in), written twice at KERN_ERR: one episode.
+  inject_fault "$node" "<3>ar-test-link: ib0 flapped"
+  inject_fault "$node" "<3>ar-test-link: ib0 flapped"
+  wait_until 30 check_is "$node" kernel_log warn  # held for hold_s (3 s) after the last line
+  wait_until 30 grep -q "^notify_only $node TEST-LINK-FLAP 0$" "$(host_of "$node")/hooks.log"
+  run healthctl_on "$node" --json events
+  [ "$status" -eq 0 ]
+  echo "$output" | python3 -c '
+import json, sys
+ev = [e for e in json.load(sys.stdin)["events"] if e.get("code") == "TEST-LINK-FLAP" and e["at_ms"] >= int(sys.argv[1])]
+assert len(ev) == 1 and ev[0]["kind"] == "incident" and ev[0]["action"] == "notify_only", ev' "$since"
+  sleep 3  # several more sweeps (one a second)
+  [[ "$(node_state "$node")" != *drain* ]]
+  [ "$(job_state "$job")" = RUNNING ]
+  [ "$(job_restarts "$job")" = 0 ]
+  [ "$(grep -c "TEST-LINK-FLAP" "$(host_of "$node")/hooks.log")" = 1 ]
+  # A user's own write of the same text (LOG_USER, as logger or /dev/kmsg makes it) tells nothing.
+  printf '<11>ar-test-link: ib1 flapped\n' >>"$(host_of "$node")/var/log/kern.log"
+  sleep 3
+  [ "$(grep -c "TEST-LINK-FLAP" "$(host_of "$node")/hooks.log")" = 1 ]
   scancel "$job"
 }
 

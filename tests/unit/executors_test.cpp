@@ -16,8 +16,28 @@ TEST(Executors, EveryKindOfJournalEntryHasExactlyOneExecutor) {
     EXPECT_EQ(n, 1) << to_string(kind);
     const auto* x = SlurmActions::executor_for(kind);
     ASSERT_NE(x, nullptr) << to_string(kind);
-    EXPECT_NE(x->carry_out, nullptr) << to_string(kind);
+    // Exactly one way to carry it out: a plain function, or a member of SlurmActions.
+    EXPECT_NE(x->carry_out == nullptr, x->function == nullptr) << to_string(kind);
   }
+}
+
+TEST(Executors, EveryActionHasOneNameThatReadsBack) {
+  std::set<std::string_view> names;
+  for (auto a = static_cast<int>(Action::none); a <= static_cast<int>(Action::deep_check); ++a) {
+    const auto action = static_cast<Action>(a);
+    const auto named = std::count_if(std::begin(kActionNames), std::end(kActionNames),
+                                     [&](const auto& row) { return row.first == action; });
+    EXPECT_EQ(named, 1) << a;
+    EXPECT_EQ(parse_action(to_string(action)), action) << to_string(action);
+  }
+  for (const auto& [action, name] : kActionNames) EXPECT_TRUE(names.insert(name).second) << name;
+  EXPECT_FALSE(parse_action("explode"));
+}
+
+TEST(Executors, OnlyANoticeIsCarriedOutWhileSlurmIsAway) {
+  // Everything else looks at Slurm's state first (idempotent on replay): it waits for slurmctld.
+  for (const auto& x : SlurmActions::executors())
+    EXPECT_EQ(x.needs_slurm, x.kind != Action::notify_only) << to_string(x.kind);
 }
 
 TEST(Executors, NoExecutorForWhatIsNeverAnEntry) {

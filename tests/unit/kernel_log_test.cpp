@@ -123,6 +123,26 @@ TEST(KernelLogCheck, TheLineHookTakesItsLinesBeforeTheRules) {
   EXPECT_EQ(check.run().at(0).code, "KMSG-MCE");
 }
 
+TEST(KernelLogCheck, ANotifyOnlyRuleKeepsTheNodeAndSaysSo) {
+  LogFixture f;
+  auto c = parse_config("[[checks.kernel_log.rule]]\ncode = \"IB-LINK-DOWN\"\npattern = 'mlx5_core [0-9a-f:.]+ \\S+: Link down'\n"
+                        "action = \"notify_only\"\n[[policy.hook]]\nname = \"ticket\"\non = [\"notify_only\"]\n"
+                        "command = [\"/usr/local/bin/ticket\"]\n",
+                        "f.toml");
+  ASSERT_TRUE(c) << c.error();
+  ASSERT_EQ(c->policy.hooks.size(), 1u);
+  EXPECT_EQ(c->policy.hooks[0].on, std::vector<Action>{Action::notify_only});
+  f.config.rules = c->section<KernelLogConfig>().rules;
+  ASSERT_EQ(f.config.rules.size(), 1u);
+  KernelLogCheck check(f.config, f.dir.path());
+  append(f.log, "<3>mlx5_core 0000:01:00.0 ib0: Link down");
+  check.poll();
+  const auto r = check.run().at(0);
+  EXPECT_EQ(r.code, "IB-LINK-DOWN");
+  EXPECT_EQ(r.action, Action::notify_only);
+  EXPECT_EQ(r.status, Status::warn);  // not a fault: the node stays in service
+}
+
 TEST(KernelLogMatcher, AdminRulesComeFirst) {
   std::vector<KernelLogRule> rules{{"MY-MCE", R"(mce: .*CPU 7\b)", Action::warn, "known flaky socket"}};
   auto d = default_kernel_log_rules();

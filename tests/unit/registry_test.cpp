@@ -191,7 +191,7 @@ TEST(ConfigCompatibility, IgnoreIsAnXidActionOnly) {
   ASSERT_TRUE(xid) << xid.error();
   auto node = parse_config("[checks.gpu]\nmemory_action = \"ignore\"\n", "f.toml");
   ASSERT_FALSE(node);
-  EXPECT_NE(node.error().find("must be one of none, warn, drain, reboot"), std::string::npos) << node.error();
+  EXPECT_NE(node.error().find("must be one of none, warn, notify_only, drain, reboot"), std::string::npos) << node.error();
   auto rule = parse_config("[[checks.kernel_log.rule]]\ncode = \"X\"\npattern = \"x\"\naction = \"ignore\"\n", "f.toml");
   ASSERT_FALSE(rule);
 }

@@ -63,12 +63,8 @@ CheckResult judge_ec2_notices(const Ec2Config& config, const std::string& area, 
   r.code = notices.front().code;
   r.message = notices.front().message;
   r.action = config.action;
-  if (takes_node_out(config.action)) {
-    r.status = Status::fault;
-    r.checkpoint_first = CheckpointFirst{config.checkpoint_signal, config.checkpoint_grace};
-  } else if (config.action == Action::warn) {
-    r.status = Status::warn;
-  }
+  r.status = status_for(config.action);
+  if (takes_node_out(config.action)) r.checkpoint_first = CheckpointFirst{config.checkpoint_signal, config.checkpoint_grace};
   return r;
 }
 

@@ -288,10 +288,8 @@ CheckResult KernelLogCheck::judge(Clock::time_point now) {
   nlohmann::json records = {{"read", records_read_}, {"not_kernel", not_kernel_}, {"without_priority", reader_.without_priority()}};
   if (reader_.last_seq() != 0) records["last_seq"] = reader_.last_seq();
   r.detail = {{"path", reader_.path().string()}, {"active", faults}, {"records", records}};
-  if (worst != nullptr && takes_node_out(worst->action)) {
-    r.status = Status::fault;
-  } else if (worst != nullptr && worst->action == Action::warn) {
-    r.status = Status::warn;
+  if (worst != nullptr && status_for(worst->action) != Status::ok) {
+    r.status = status_for(worst->action);
   } else if (!reader_error_.empty()) {
     r.status = Status::error;
     r.message = reader_error_;

@@ -1,0 +1,39 @@
+// What an executor of one kind of journal entry may use and what it answers, for the executors that
+// are plain functions (actions/executors.cpp lists them all). Such an executor sees the node, Slurm,
+// the journal, the timelines and the notices, nothing of the other executors' state: it is a file of
+// its own and a row in the registry, and the class that runs the journal (slurm_actions.hpp) does
+// not change when one is added.
+#pragma once
+
+#include <expected>
+#include <optional>
+#include <string>
+
+#include "actions/slurm_client.hpp"
+#include "state/journal.hpp"
+#include "state/timeline.hpp"
+#include "vocabulary/action.hpp"
+#include "vocabulary/notice.hpp"
+
+namespace ar::healthd {
+
+struct ExecutorServices {
+  const std::string& node;  // this node's name in Slurm
+  SlurmClient& slurm;
+  Journal& journal;
+  Timeline& timeline;
+  NoticeSink* notices;  // nullptr: none are raised
+};
+
+// What carrying out an entry came to: finished (done, or nothing left to do) or waiting (the executor
+// set the entry's next try itself), and the action it carried out, if it did one (the admin's hooks
+// on that action follow it). An error: the entry is tried again later, with backoff.
+struct Carried {
+  bool finished = true;
+  std::optional<Action> acted;
+};
+
+using ExecutorFunction = std::expected<Carried, std::string> (*)(const ExecutorServices& services, const JournalEntry& e,
+                                                                WallTime now);
+
+}  // namespace ar::healthd
