@@ -19,6 +19,15 @@ Status status_for(Action a) {
   return keeps_node_in(a) ? Status::warn : Status::fault;
 }
 
+std::set<std::string> held_codes(const std::vector<CheckResult>& results) {
+  std::set<std::string> held;
+  for (const auto& r : results) {
+    if (r.status != Status::ok && !r.code.empty()) held.insert(r.code);
+    held.insert(r.also_held.begin(), r.also_held.end());
+  }
+  return held;
+}
+
 nlohmann::json CheckResult::to_json() const {
   nlohmann::json j = {{"check", check},
           {"status", to_string(status)},

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,17 @@ struct CheckResult {
   // The GPUs a fault is on, as their PCI bus ids (NVML's "00000000:3B:00.0" or the kernel log's
   // "0000:3b:00"): what a GPU reset resets (engine/cure_plan.hpp). Empty: the node, or not known.
   std::vector<std::string> gpus;
+  // Where a result holds more than its `code`: every code it holds that an admin may clear
+  // (healthctl clear), as the kernel log's active faults and the XIDs held. Typed, so that no
+  // decision reads them back out of `detail`.
+  std::vector<std::string> also_held;
 
   nlohmann::json to_json() const;
 };
+
+// The codes `results` hold that an admin may clear: each result's code unless it passed, and every
+// code it holds besides (CheckResult::also_held).
+std::set<std::string> held_codes(const std::vector<CheckResult>& results);
 
 // How often a check runs and how long it may take. Cheap checks run at every sweep; expensive ones
 // (a DCGM diagnostic, a probe write on a network filesystem) rarely, their last results standing in

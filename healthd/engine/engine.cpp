@@ -150,6 +150,11 @@ nlohmann::json Engine::status() const {
   return status_;
 }
 
+bool Engine::holds_code(const std::string& code) const {
+  std::lock_guard lock(mutex_);
+  return held_codes_.contains(code);
+}
+
 namespace {
 CheckResult broken(const std::string& name, std::string message) {
   CheckResult r;
@@ -280,7 +285,9 @@ bool Engine::run_sweep(const SweepRequest& request, WallTime now) {
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& r : results) checks.push_back(r.to_json());
   auto gpus = gpu_inventory(results);  // healthctl gpus and the per-GPU metrics
+  auto held = held_codes(results);
   std::lock_guard lock(mutex_);
+  held_codes_ = std::move(held);
   status_["checks"] = checks;
   status_["gpus"] = std::move(gpus);
   status_["last_sweep"] = request.why;

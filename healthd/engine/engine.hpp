@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,8 @@ class Engine {
 
   // The last result of every check and the responder's state, as of the last sweep.
   nlohmann::json status() const;
+  // Whether the last sweep's results hold `code` (checks/check.hpp held_codes): what an admin may clear.
+  bool holds_code(const std::string& code) const;
 
   // An admin's action through healthctl, carried out on the engine thread before its next sweep
   // (see Responder::admin_drain). `text`: the drain's reason, or the code to clear.
@@ -131,6 +134,7 @@ class Engine {
   void carry_out(const AdminAction& action);
   std::chrono::milliseconds check_deadline_;
   nlohmann::json status_ = nlohmann::json::object();
+  std::set<std::string> held_codes_;  // of the last sweep, beside status_ under mutex_
 
   std::map<std::string, CheckState> state_;  // by check name; engine thread only
   std::thread thread_;

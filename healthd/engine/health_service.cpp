@@ -52,22 +52,6 @@ nlohmann::json HealthService::events(std::uint32_t limit) {
   return events_ != nullptr ? events_->events(limit) : nlohmann::json::array();
 }
 
-bool fault_code_is_active(const nlohmann::json& health, const std::string& code) {
-  for (const auto& r : health.value("checks", nlohmann::json::array())) {
-    if (!r.is_object()) continue;
-    if (r.value("status", "ok") != "ok" && r.value("code", "") == code) return true;
-    const auto detail = r.value("detail", nlohmann::json::object());
-    if (!detail.is_object()) continue;
-    for (const auto& f : detail.value("active", nlohmann::json::array()))  // the kernel log's
-      if (f.is_object() && f.value("code", "") == code) return true;
-    for (const auto& x : detail.value("events", nlohmann::json::array()))  // the XIDs held, not only the worst
-      if (x.is_object() && x.contains("xid") && x["xid"].is_number_unsigned() &&
-          "GPU-XID-" + std::to_string(x["xid"].get<std::uint64_t>()) == code)
-        return true;
-  }
-  return false;
-}
-
 // Checked against the engine's last published state (the event loop must not wait for the engine,
 // which may be inside a Slurm call), and carried out on the engine thread, which looks at Slurm's
 // state again: what changed in between is said in the action's `admin` event.
@@ -99,7 +83,7 @@ std::expected<nlohmann::json, proto::Error> HealthService::admin(const AdminRequ
   }
   const auto& clear = std::get<proto::AdminClear>(request);
   const auto code = sanitize(clear.code, 64);
-  if (!fault_code_is_active(health, code))
+  if (!engine_.holds_code(code))
     return std::unexpected(proto::Error{proto::err::kConflict, "no active fault or warning has code " + proto::quote_client_text(code) +
                                                                    " (healthctl status lists them)"});
   engine_.admin({Engine::AdminAction::Kind::clear, code, false, peer.uid, request_id});

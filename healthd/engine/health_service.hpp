@@ -16,10 +16,6 @@
 
 namespace ar::healthd {
 
-// Whether `code` is among the faults and warnings in the engine's status `health`: a result's code,
-// a kernel-log check's several active faults, every XID the XID check holds (not only the worst).
-bool fault_code_is_active(const nlohmann::json& health, const std::string& code);
-
 // The registry's view of what runs here, for the engine (which must not touch the registry itself).
 std::vector<LocalJob> running_jobs(const JobRegistry& registry);
 

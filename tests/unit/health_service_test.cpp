@@ -1,24 +1,30 @@
-// What `healthctl clear CODE` may clear: a code the engine's last status holds, wherever it is held.
+// What `healthctl clear CODE` may clear: a code the last sweep's results hold, wherever it is held
+// (checks/check.hpp held_codes), typed: nothing is read back out of a result's JSON detail.
 #include <gtest/gtest.h>
 
-#include "engine/health_service.hpp"
+#include "checks/check.hpp"
 
 using namespace ar::healthd;
 
-TEST(HealthService, AClearableCodeIsAResultsOrAnActiveKernelLogFaultOrAnyXidHeld) {
-  const auto health = nlohmann::json::parse(R"({"checks": [
-    {"check": "kernel_log", "status": "fault", "code": "KMSG-MCE",
-     "detail": {"active": [{"code": "KMSG-MCE"}, {"code": "FS-IO-ERR"}]}},
-    {"check": "gpu_xid", "status": "fault", "code": "GPU-XID-79",
-     "detail": {"events": [{"xid": 79, "active": true}, {"xid": 48, "active": true}]}},
-    {"check": "node.cpus", "status": "ok", "code": "NODE-CPUS"},
-    7, {"check": "odd", "detail": [1, 2]}
-  ]})");
-  EXPECT_TRUE(fault_code_is_active(health, "KMSG-MCE"));
-  EXPECT_TRUE(fault_code_is_active(health, "FS-IO-ERR")) << "not the worst, but active";
-  EXPECT_TRUE(fault_code_is_active(health, "GPU-XID-79"));
-  EXPECT_TRUE(fault_code_is_active(health, "GPU-XID-48")) << "held beside the worst XID";
-  EXPECT_FALSE(fault_code_is_active(health, "NODE-CPUS")) << "a passing result's code is nothing to clear";
-  EXPECT_FALSE(fault_code_is_active(health, "GPU-XID-31"));
-  EXPECT_FALSE(fault_code_is_active(nlohmann::json::object(), "KMSG-MCE"));
+TEST(HeldCodes, AResultsCodeOrAnyCodeItHoldsBesides) {
+  CheckResult kernel_log;
+  kernel_log.check = "kernel_log";
+  kernel_log.status = Status::fault;
+  kernel_log.code = "KMSG-MCE";
+  kernel_log.also_held = {"KMSG-MCE", "FS-IO-ERR"};
+  CheckResult xid;
+  xid.check = "gpu_xid";
+  xid.status = Status::fault;
+  xid.code = "GPU-XID-79";
+  xid.also_held = {"GPU-XID-79", "GPU-XID-48"};
+  CheckResult cpus;
+  cpus.check = "node.cpus";
+  cpus.code = "NODE-CPUS";  // passed: its code is nothing to clear
+  CheckResult broken;
+  broken.check = "ec2";
+  broken.status = Status::error;
+  broken.code = "EC2-IMDS-UNREACHABLE";
+  const auto held = held_codes({kernel_log, xid, cpus, broken});
+  EXPECT_EQ(held, (std::set<std::string>{"KMSG-MCE", "FS-IO-ERR", "GPU-XID-79", "GPU-XID-48", "EC2-IMDS-UNREACHABLE"}));
+  EXPECT_TRUE(held_codes({}).empty());
 }

@@ -459,6 +459,7 @@ TEST(KernelLogCheck, AnAdminsClearForgetsOneFaultAndItsSavedState) {
   append(f.log, kMce);
   ASSERT_TRUE(check.poll());
   ASSERT_EQ(check.run().at(0).code, "KMSG-MCE");
+  EXPECT_EQ(held_codes(check.run()), std::set<std::string>{"KMSG-MCE"});
   EXPECT_FALSE(check.clear("KMSG-OOM")) << "a code it does not hold";
   EXPECT_TRUE(check.clear("KMSG-MCE"));
   EXPECT_EQ(check.run().at(0).status, Status::ok);

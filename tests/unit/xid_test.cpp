@@ -115,6 +115,15 @@ TEST(XidCheck, AnApplicationXidOnlyWarns) {
   EXPECT_LT(r.action, Action::drain);
 }
 
+TEST(XidCheck, HoldsEveryXidItTracksNotOnlyTheWorst) {
+  XidCheck check(XidPolicy::defaults(), 60s);
+  check.record(event(79, xid_t0));
+  check.record(event(13, xid_t0));
+  auto r = check.judge(xid_t0 + 1s);
+  EXPECT_EQ(r.code, "GPU-XID-79");
+  EXPECT_EQ(held_codes({r}), (std::set<std::string>{"GPU-XID-79", "GPU-XID-13"}));  // healthctl clear may name either
+}
+
 TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
   auto policy = XidPolicy::defaults();
   policy.set(48, {Action::reset_gpu, 2, 600s, "double-bit ECC error"});

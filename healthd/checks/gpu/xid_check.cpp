@@ -157,6 +157,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
                       {"count", t.total}, {"source", t.last_source}, {"last_ms", to_epoch_ms(t.last_seen)},
                       {"text", t.text}});
     if (worst == nullptr || rank(t) > rank(*worst)) worst = &t;
+    r.also_held.push_back("GPU-XID-" + std::to_string(t.xid));  // clear forgets every XID of a code
   }
   if (changed) save_locked();
   r.detail = {{"events", events}};

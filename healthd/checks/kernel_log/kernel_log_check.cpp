@@ -282,6 +282,7 @@ CheckResult KernelLogCheck::judge(Clock::time_point now) {
   nlohmann::json faults = nlohmann::json::array();
   for (const auto& [code, f] : active_) {
     faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines}});
+    r.also_held.push_back(code);
     if (worst == nullptr || f.action > worst->action) worst = &f;
   }
   // What was read, so that one can tell the log is read and why a line did not count.
