@@ -52,6 +52,8 @@ struct CheckResult {
   // The GPUs a fault is on, as their PCI bus ids (NVML's "00000000:3B:00.0" or the kernel log's
   // "0000:3b:00"): what a GPU reset resets (engine/cure_plan.hpp). Empty: the node, or not known.
   std::vector<std::string> gpus;
+  // The XID a fault is (the XID check's results): which [[cure.chain]] with `xid` applies.
+  std::optional<unsigned> xid;
   // Where a result holds more than its `code`: every code it holds that an admin may clear
   // (healthctl clear), as the kernel log's active faults and the XIDs held. Typed, so that no
   // decision reads them back out of `detail`.

@@ -40,9 +40,9 @@ std::vector<Action> default_cure_chain(const std::string& code, Action action) {
 std::vector<Action> cure_chain(const CureConfig& config, const CheckResult& fault, bool held) {
   for (const auto& c : config.chains)
     if (!c.code.empty() && c.code == fault.code) return c.steps;
-  if (auto xid = xid_of_code(fault.code))
+  if (fault.xid)
     for (const auto& c : config.chains)
-      if (c.xid && *c.xid == *xid) return c.steps;
+      if (c.xid && *c.xid == *fault.xid) return c.steps;
   // A node that keeps failing is not cured by one more reset or reboot.
   if (held) return {replace};
   return default_cure_chain(fault.code, fault.action);

@@ -27,7 +27,8 @@ std::vector<Action> cure_chain(const CureConfig& config, const CheckResult& faul
 // chains: for the check reference and `healthctl explain`.
 std::vector<Action> default_cure_chain(const std::string& code, Action action);
 
-// The XID of a code "GPU-XID-<n>", if it is one.
+// The XID of a code "GPU-XID-<n>", if it is one: for the check reference (docs/checks.md). No
+// decision reads it: a fault's XID is CheckResult::xid.
 std::optional<unsigned> xid_of_code(const std::string& code);
 
 }  // namespace ar::healthd

@@ -31,6 +31,7 @@ CheckResult fault(const std::string& code, Action action, std::vector<std::strin
   r.message = "on GPU 0";
   r.action = action;
   r.gpus = std::move(gpus);
+  r.xid = xid_of_code(code);  // as the XID check's results carry it
   return r;
 }
 
@@ -132,6 +133,11 @@ TEST(CurePlan, TheAdminsChainByCodeWinsThenByXid) {
   c.chains = {{"", 48u, {reboot}, ""}, {"GPU-XID-48", std::nullopt, {replace}, ""}, {"", 79u, {}, ""}};
   EXPECT_EQ(cure_chain(c, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{replace}));
   EXPECT_TRUE(cure_chain(c, fault("GPU-XID-79", reboot), false).empty());  // drain only, as the admin says
+  // The XID is the result's, not read out of its code: an admin's kernel-log rule that names its
+  // code like an XID's is no XID.
+  auto named_like_one = fault("GPU-XID-79", reboot);
+  named_like_one.xid.reset();
+  EXPECT_EQ(cure_chain(c, named_like_one, false), (std::vector<Action>{reboot, replace}));
   EXPECT_FALSE(xid_of_code("GPU-XID-").has_value());
   EXPECT_FALSE(xid_of_code("GPU-XID-4x").has_value());
   EXPECT_EQ(xid_of_code("GPU-XID-119"), 119u);

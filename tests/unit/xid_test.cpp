@@ -104,6 +104,7 @@ TEST(XidCheck, ARebootXidIsAFaultCallingForAReboot) {
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.action, Action::reboot);
   EXPECT_EQ(r.code, "GPU-XID-79");
+  EXPECT_EQ(r.xid, 79u);  // typed: the cure chains of [[cure.chain]] xid = 79 apply
   EXPECT_NE(r.message.find("GPU 1 (00000000:18:00.0, GPU-aaa)"), std::string::npos) << r.message;
 }
 

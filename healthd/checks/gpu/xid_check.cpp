@@ -166,6 +166,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
     return r;
   }
   r.code = "GPU-XID-" + std::to_string(worst->xid);
+  r.xid = worst->xid;
   r.message = describe(*worst);
   if (worst->active) {
     r.status = status_for(worst->action);
