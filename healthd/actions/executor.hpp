@@ -5,6 +5,7 @@
 // not change when one is added.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <optional>
 #include <string>
@@ -35,5 +36,11 @@ struct Carried {
 
 using ExecutorFunction = std::expected<Carried, std::string> (*)(const ExecutorServices& services, const JournalEntry& e,
                                                                 WallTime now);
+
+// What several executors do: writes `line` as the job's auto-resume line in its admin comment, the
+// other lines kept (annotate_executor.cpp). `current`: the admin comment as last read, if at hand
+// (else it is read). A job gone is nothing left to annotate.
+std::expected<void, std::string> annotate_job(SlurmClient& slurm, std::uint32_t job_id, const std::string& line,
+                                              const std::optional<std::string>& current = std::nullopt);
 
 }  // namespace ar::healthd

@@ -9,6 +9,7 @@
 namespace ar::healthd {
 
 // The executors that are plain functions (actions/executor.hpp), each defined in its own file.
+std::expected<Carried, std::string> carry_out_annotate(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 
 const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
@@ -20,7 +21,7 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
       {Action::drain, 1, &SlurmActions::do_drain},            // drain_executor.cpp
       {Action::requeue, 2, &SlurmActions::do_requeue},        // requeue_executor.cpp
       {Action::resume, 2, &SlurmActions::do_resume},          // resume_executor.cpp
-      {Action::annotate, 2, &SlurmActions::do_annotate},      // annotate_executor.cpp
+      {.kind = Action::annotate, .order = 2, .function = &carry_out_annotate},  // annotate_executor.cpp
       {Action::hook, 2, &SlurmActions::do_hook},              // hook_executor.cpp
       {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
       {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp

@@ -154,7 +154,7 @@ std::expected<bool, std::string> SlurmActions::resume_cap_reached(const JournalE
   std::string why = "auto-resume: not resumed: the cap of " + std::to_string(d.cap) +
                     " resumes is reached (last failure: " + e.code + " on " + node_ + ")";
   spdlog::error("job {}: {}", e.job_id, why);
-  if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+  if (auto r = annotate_job(slurm_, e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
   if (d.cancel) {
     if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
     why += e.code == kStall ? "; the job, making no progress, is cancelled"
@@ -188,7 +188,7 @@ std::expected<bool, std::string> SlurmActions::refuse_requeue(const JournalEntry
                     ": the job does not allow requeue (submitted with --no-requeue, or JobRequeue=0 in "
                     "slurm.conf and no --requeue); submit it with --requeue to be resumed";
   spdlog::error("job {}: {}", e.job_id, why);
-  if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+  if (auto r = annotate_job(slurm_, e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
   journal_.mark_requeued(e.job_id, e.restart_count);
   timeline_.record(e.job_id, {now, node_, "not requeued", why});
   return true;
@@ -197,7 +197,7 @@ std::expected<bool, std::string> SlurmActions::refuse_requeue(const JournalEntry
 // [policy] stall_action = "cancel": the stalled job ends, and its admin comment and timeline say why.
 std::expected<bool, std::string> SlurmActions::stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now) {
   const std::string why = "auto-resume: cancelled: " + e.reason + " while its batch node checked healthy";
-  if (auto r = annotate(e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
+  if (auto r = annotate_job(slurm_, e.job_id, why, job.admin_comment); !r) return std::unexpected(r.error());
   if (job.state == "RUNNING")
     if (auto r = slurm_.cancel(e.job_id); !r && !gone(r.error())) return std::unexpected(r.error().message);
   spdlog::warn("job {}: {}", e.job_id, why);
@@ -243,7 +243,7 @@ std::expected<bool, std::string> SlurmActions::requeue_annotate(const JournalEnt
   }
   const std::uint32_t reruns = step_reruns_so_far(*job);
   std::string line = format_attempt_comment({e.restart_count + reruns + 1, e.code, node_, e.reason, std::nullopt, 0, reruns});
-  if (auto c = annotate(e.job_id, line, job->admin_comment); !c) return std::unexpected(c.error());
+  if (auto c = annotate_job(slurm_, e.job_id, line, job->admin_comment); !c) return std::unexpected(c.error());
   return next_step(e, RequeueStep::release, now);
 }
 

@@ -162,7 +162,6 @@ class SlurmActions {
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> do_annotate(const JournalEntry& e, WallTime now);
   // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
   // false: waiting, the entry's next try is set.
   std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
@@ -184,10 +183,6 @@ class SlurmActions {
   std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> next_step(const JournalEntry& e, RequeueStep step, WallTime now);
   std::expected<std::optional<std::string>, std::string> node_still_schedulable(const JournalEntry& e);
-  // Writes `line` as the job's auto-resume line in its admin comment; `current`: the admin comment
-  // as last read, if at hand.
-  std::expected<void, std::string> annotate(std::uint32_t job_id, const std::string& line,
-                                            const std::optional<std::string>& current = std::nullopt);
   // True once Slurm has answered and knows node_; checked again every few seconds until then.
   bool slurm_ready(WallTime now);
   void follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority = false);

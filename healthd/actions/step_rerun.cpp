@@ -84,7 +84,7 @@ std::expected<std::optional<std::string>, std::string> SlurmActions::rerun_step(
   // 1. The line the srun reads (and the restarted job, should it come to a requeue after all).
   const std::uint32_t reruns = step_reruns_so_far(job) + 1;
   AttemptEnd line{job.restart_count + reruns, e.code, node_, e.reason, step, need, reruns};
-  if (auto r = annotate(e.job_id, format_attempt_comment(line), job.admin_comment); !r) return std::unexpected(r.error());
+  if (auto r = annotate_job(slurm_, e.job_id, format_attempt_comment(line), job.admin_comment); !r) return std::unexpected(r.error());
   // 2. The faulty nodes leave; slurmctld kills their tasks of every step.
   JobUpdate u;
   u.nodes = left;
