@@ -22,18 +22,6 @@ namespace admin_actions_test {
 
 namespace {
 
-struct RecordedNotices : NoticeSink {
-  std::vector<Notice> seen;
-  void notify(const Notice& n) noexcept override { seen.push_back(n); }
-  int count(NoticeKind k) const {
-    return static_cast<int>(std::count_if(seen.begin(), seen.end(), [&](const Notice& n) { return n.kind == k; }));
-  }
-  const Notice* first(NoticeKind k) const {
-    for (const auto& n : seen)
-      if (n.kind == k) return &n;
-    return nullptr;
-  }
-};
 
 }  // namespace
 

@@ -18,16 +18,6 @@ using namespace std::chrono_literals;
 namespace notify_executor_test {
 namespace {
 
-struct Told : NoticeSink {
-  std::vector<Notice> seen;
-  void notify(const Notice& n) noexcept override { seen.push_back(n); }
-  std::vector<Notice> incidents() const {
-    std::vector<Notice> out;
-    std::copy_if(seen.begin(), seen.end(), std::back_inserter(out), [](const Notice& n) { return n.kind == NoticeKind::incident; });
-    return out;
-  }
-};
-
 // The EFA check's counter finding, as `[checks.efa] counter_action = "notify_only"` makes it.
 CheckResult efa_counter(bool found) {
   CheckResult r;
@@ -57,11 +47,11 @@ TEST(NotifyOnly, ItsStatusIsAWarningTheNodeStays) {
 
 TEST(NotifyOnly, TellsTheAdminsOncePerEpisodeAndTouchesNothingOnSlurm) {
   Fixture f;
-  Told told;
+  RecordedNotices told;
   f.responder->set_notices(&told, 3);
   for (int i = 0; i < 3; ++i) sweep(f, true);
-  ASSERT_EQ(told.incidents().size(), 1u);
-  const auto n = told.incidents().front();
+  ASSERT_EQ(told.count(NoticeKind::incident), 1);
+  const auto n = *told.first(NoticeKind::incident);
   EXPECT_EQ(n.node, "n2");
   EXPECT_EQ(n.code, "EFA-COUNT");
   EXPECT_EQ(n.message, "rdmap16s27: retrans_timeout_events rose by 40 in 60 s");
@@ -73,26 +63,26 @@ TEST(NotifyOnly, TellsTheAdminsOncePerEpisodeAndTouchesNothingOnSlurm) {
   // Gone on a full pass, then back: a new episode, told again.
   sweep(f, false);
   sweep(f, true);
-  EXPECT_EQ(told.incidents().size(), 2u);
+  EXPECT_EQ(told.count(NoticeKind::incident), 2);
 }
 
 TEST(NotifyOnly, APartialSweepWithoutItDoesNotEndTheEpisode) {
   Fixture f;
-  Told told;
+  RecordedNotices told;
   f.responder->set_notices(&told, 3);
   sweep(f, true);
   sweep(f, false, /*full_pass=*/false);
   sweep(f, true);
-  EXPECT_EQ(told.incidents().size(), 1u);
+  EXPECT_EQ(told.count(NoticeKind::incident), 1);
 }
 
 TEST(NotifyOnly, IsToldWhileSlurmIsNotAnswering) {
   Fixture f;
-  Told told;
+  RecordedNotices told;
   f.responder->set_notices(&told, 3);
   f.slurm.answering = false;
   sweep(f, true);
-  EXPECT_EQ(told.incidents().size(), 1u);
+  EXPECT_EQ(told.count(NoticeKind::incident), 1);
   EXPECT_TRUE(f.journal.pending().empty());
 }
 
@@ -106,11 +96,11 @@ TEST(NotifyOnly, AJournalledNoticeIsToldAfterARestart) {
   ASSERT_EQ(reloaded.pending().size(), 1u);
   EXPECT_EQ(reloaded.pending().front().kind, Action::notify_only);
   Responder after("n2", f.policy, f.slurm, reloaded, f.timeline);
-  Told told;
+  RecordedNotices told;
   after.set_notices(&told, 3);
   after.run_due(f.now);
-  ASSERT_EQ(told.incidents().size(), 1u);
-  EXPECT_EQ(told.incidents().front().code, "EFA-COUNT");
+  ASSERT_EQ(told.count(NoticeKind::incident), 1);
+  EXPECT_EQ(told.first(NoticeKind::incident)->code, "EFA-COUNT");
   EXPECT_TRUE(reloaded.pending().empty());
 }
 
@@ -118,10 +108,10 @@ TEST(NotifyOnly, ReportOnlyTellsNothing) {
   PolicyConfig p;
   p.report_only = true;
   Fixture f(p);
-  Told told;
+  RecordedNotices told;
   f.responder->set_notices(&told, 3);
   sweep(f, true);
-  EXPECT_TRUE(told.incidents().empty());
+  EXPECT_EQ(told.count(NoticeKind::incident), 0);
   EXPECT_TRUE(f.journal.pending().empty());
 }
 

@@ -220,6 +220,20 @@ class FakeSlurm : public SlurmClient {
   int count(const std::string& call) const { return static_cast<int>(std::count(calls.begin(), calls.end(), call)); }
 };
 
+// A notice sink that keeps every notice it is given.
+struct RecordedNotices : NoticeSink {
+  std::vector<Notice> seen;
+  void notify(const Notice& n) noexcept override { seen.push_back(n); }
+  int count(NoticeKind k) const {
+    return static_cast<int>(std::count_if(seen.begin(), seen.end(), [&](const Notice& n) { return n.kind == k; }));
+  }
+  const Notice* first(NoticeKind k) const {
+    for (const auto& n : seen)
+      if (n.kind == k) return &n;
+    return nullptr;
+  }
+};
+
 // The kernel-log check's result: healthy, or the fault every test here injects (XID 79).
 inline CheckResult kernel_log_result(bool faulty, Action action = Action::drain) {
   CheckResult r;
