@@ -25,27 +25,13 @@ submit_training() {
 }
 
 checkpoints_at_least() { ls "$WORK/ckpt" 2>/dev/null | grep -c '^step-' | { read -r n; [ "$n" -ge "$1" ]; }; }
-second_node() { job_nodes "$1" | tail -1; }
-# settled_second_node JOB: the job's second node, once slurmctld shows a node list. Slurm 24.11
-# showed a restarted job RUNNING a moment before its NodeList, and a list read one moment could be
-# empty the next (CI, 2026-12-06): so the name that is used is the one that was read non-empty.
-settled_second_node() {
-  local node deadline=$((SECONDS + 20))
-  while ((SECONDS < deadline)); do
-    node=$(second_node "$1")
-    [ -z "$node" ] || { echo "$node"; return 0; }
-    sleep 0.2
-  done
-  echo "job $1 showed no node list for 20 s" >&2
-  return 1
-}
 
 @test "a fault under a running auto-resume job: drain, one requeue, running again in seconds, resumed from its checkpoint" {
   local job victim t0 t1
   job=$(submit_training --auto-resume=1 --auto-resume-checkpoint-dir="$WORK/ckpt")
   wait_until 60 job_running_attempt "$job" 0
   wait_until 60 checkpoints_at_least 3
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   t0=$(date +%s.%N)
   inject_fault "$victim" "$(xid48)"
   # The step is hung on the dead GPU in real life: nothing exits, healthd acts on the event.
@@ -80,7 +66,7 @@ settled_second_node() {
     if [ \"\$SLURM_RESTART_COUNT\" = 1 ]; then echo second attempt; exit 0; fi
     srun -N2 bash -c 'while [ ! -e $WORK/go ]; do sleep 0.1; done; exit 7'")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   inject_fault "$victim" "$(xid48)"
   touch "$WORK/go"
   wait_until 60 job_finished "$job"
@@ -93,7 +79,7 @@ settled_second_node() {
   local job victim
   job=$(submit -N2 -o "$WORK/job.out" --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   inject_fault "$victim" "$(xid48)"
   wait_until 30 bash -c "[[ \"\$(sinfo -h -n $victim -o %T)\" == drain* ]]"
   sleep 3
@@ -122,10 +108,10 @@ settled_second_node() {
   local job first second
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  first=$(settled_second_node "$job")
+  first=$(ready_victim "$job")
   inject_fault "$first" "$(xid48)"
   wait_until 30 job_running_again "$job" 1 "$first"
-  second=$(settled_second_node "$job")
+  second=$(ready_victim "$job")
   inject_fault "$second" "<4>NVRM: Xid (PCI:0000:3b:00): 48, pid=1, An uncorrectable double bit error"
   wait_until 30 bash -c "scontrol show job $job -o | grep -q 'AdminComment=auto-resume: not resumed: the cap of 1 resumes is reached'"
   # the job, hung on the second faulty node, ends instead of holding its nodes forever
@@ -143,7 +129,7 @@ settled_second_node() {
   local job victim
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --auto-resume-max=0 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   [ "$(job_field "$victim" "$job" 'job["max_resumes"]')" = 0 ]
   inject_fault "$victim" "$(xid48)"
   wait_until 30 job_finished "$job"
@@ -169,7 +155,7 @@ settled_second_node() {
   local job victim ctld_pid
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   # Slurm stops answering: healthd decides, journals, and keeps retrying...
   ctld_pid=$(cat "${AR_CLUSTER_DIR}/run/slurmctld.pid")
   kill "$ctld_pid"

@@ -124,7 +124,6 @@ teardown() {
 # ---------------------------------------------------------------------------------------------
 
 all_idle() { local n; for n in "${NODES[@]}"; do node_idle "$n" || return 1; done; }
-second_node() { job_nodes "$1" | tail -1; }
 # Each attempt's batch script leaves a mark as it starts: a job cancelled within a moment of its
 # launch has been seen to keep its batch node allocated (COMPLETING) for a minute in Slurm 22.05,
 # so an incident cancels its job only once the restarted script runs (script_started).
@@ -237,7 +236,7 @@ incident() {
   fi
   job=$(submit_hung)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   echo "$victim" >"$WORK/last-victim"
   pid=$(healthd_pid "$victim")
   off=$(ctld_log_size)
@@ -311,7 +310,7 @@ release_call() { baseline_call ' starttime='; }
   local job victim off
   job=$(submit_hung)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   off=$(ctld_log_size)
   arm "$victim"
   CASE="no kill"
@@ -364,7 +363,7 @@ kill_at_every_call() {
   local job victim off ctld restarted
   job=$(submit_hung)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   off=$(ctld_log_size)
   CASE="slurmctld down"
   ctld=$(cat "${AR_CLUSTER_DIR}/run/slurmctld.pid")
@@ -391,7 +390,7 @@ kill_at_every_call() {
   CASE="slurmctld down before call $requeue"
   job=$(submit_hung)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   off=$(ctld_log_size)
   arm "$victim"
   echo "$requeue" >"$WRAP/$victim/stop-ctld-at"
@@ -492,7 +491,7 @@ EOF
   local job off log loglines
   job=$(submit_hung)
   wait_until 60 job_running_attempt "$job" 0
-  small_state_dir "$(second_node "$job")"
+  small_state_dir "$(ready_victim "$job")"
   log="${AR_CLUSTER_DIR}/log/healthd-$SMALL_NODE.log"
   fill_state_dir
   off=$(ctld_log_size)

@@ -93,7 +93,7 @@ submit_hung_job() {
   local job victim t0 t1
   job=$(submit_hung_job)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job" | tail -1)
+  victim=$(ready_victim "$job")
   # Let the node's healthd register its NVML event set first: events present when it does are old.
   wait_until 30 check_status_is "$victim" gpu.nvml ok
   sleep 1
@@ -134,7 +134,7 @@ submit_hung_job() {
   local job victim
   job=$(submit_hung_job)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job" | tail -1)
+  victim=$(ready_victim "$job")
   wait_until 30 check_status_is "$victim" gpu.nvml ok
   sleep 1
   set_nvml "$victim" '{"devices": [{}, {}], "events": [{"id": 2, "gpu": 0, "type": "xid", "xid": 13}]}'
@@ -191,7 +191,7 @@ reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
   local job victim
   job=$(submit_hung_job)
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job" | tail -1)
+  victim=$(ready_victim "$job")
   local reboots
   reboots=$(grep -c "is back" "${AR_CLUSTER_DIR}/log/fake-reboot-$victim.log" 2>/dev/null || true)
   local start0

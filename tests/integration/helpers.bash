@@ -121,6 +121,34 @@ job_start() { scontrol show job "$1" -o | grep -o ' StartTime=[^ ]*' | head -1 |
 # not slurmctld's view of a job just requeued, which has shown Restarts=N beside the old attempt's nodes.
 job_started_again() { job_running_attempt "$1" "$2" && [ "$(job_start "$1")" != "$3" ]; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
+# step_running_on NODE JOB: NODE's daemon knows a running step of the attempt of JOB that slurmctld
+# shows (Restarts=): its batch script or an srun step (not the extern step, which runs before either).
+step_running_on() {
+  local attempt
+  attempt=$(job_restarts "$2")
+  [ -n "$attempt" ] || return 1
+  job_field "$1" "$2" '[s for s in job["steps"] if (s["step"].isdigit() or s["step"] == "batch") and s["running"] and s["restart_count"] == '"$attempt"'][0]' >/dev/null 2>&1
+}
+# ready_victim JOB: the job's last node, once that node's daemon knows a running step of the job's
+# current attempt (on the second node of a 2-node job: an srun step). A test puts a fault on it only
+# then: slurmctld shows a job RUNNING as soon as its batch script starts, before srun's step has
+# reached the other nodes, and a daemon acts on the jobs it knows. (CI, Slurm 26.05: an XID two
+# seconds after RUNNING, slurmctld stopped next, found the victim's daemon with no step of the job
+# yet: it drained the node and had no job to requeue.) It also waits out a node list shown empty
+# for a moment (Slurm 24.11, just after a requeue).
+ready_victim() {
+  local node='' deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
+    node=$(job_nodes "$1" | tail -1)
+    if [ -n "$node" ] && step_running_on "$node" "$1"; then
+      echo "$node"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "ready_victim: job $1: the daemon of its last node (${node:-none shown}) knew no running step of it within 60 s" >&2
+  return 1
+}
 # job_running_again JOB N NODE...: running attempt N on none of NODE. What a test waits for after a
 # fault on NODE: slurmctld has shown a job just requeued as RUNNING with Restarts=N beside the old
 # attempt's nodes for a moment, so "running attempt N" alone, then "not on NODE", races it.

@@ -52,7 +52,7 @@ ping_within_1s() {
 
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job" | tail -1)
+  victim=$(ready_victim "$job")
   t0=$(date +%s.%N)
   inject_fault "$victim" "$(xid48)"
   wait_until 30 job_running_attempt "$job" 1

@@ -42,7 +42,6 @@ teardown() {
   reset_cluster
 }
 
-second_node() { job_nodes "$1" | tail -1; }
 drained() { [[ "$(node_state "$1")" == drain* ]]; }
 reason_is() { [ "$(node_reason "$1")" = "$2" ]; }
 
@@ -52,7 +51,7 @@ reason_is() { [ "$(node_reason "$1")" = "$2" ]; }
 start_two_node_job() {
   JOB=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$JOB" 0
-  VICTIM=$(second_node "$JOB")
+  VICTIM=$(ready_victim "$JOB")
 }
 requeued_off_victim() {
   wait_until 30 job_running_again "$JOB" 1 "$VICTIM"
@@ -201,7 +200,7 @@ explained_not_requeued() { healthctl_on "$1" explain "$2" | grep -q "not requeue
   local first victim job
   first=$(submit -N2 -o "$WORK/first.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$first" 0
-  victim=$(second_node "$first")
+  victim=$(ready_victim "$first")
   efa_port_state "$victim" rdmap32s27 "1: DOWN"
   wait_until 30 job_running_again "$first" 1 "$victim"
   drained "$victim"

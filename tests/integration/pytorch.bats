@@ -32,7 +32,6 @@ submit_pytorch() {
 
 complete_checkpoints() { find "$WORK/ckpt" -mindepth 2 -maxdepth 2 -name COMPLETE -type f 2>/dev/null | wc -l; }
 checkpoints_at_least() { [ "$(complete_checkpoints)" -ge "$1" ]; }
-second_node() { job_nodes "$1" | tail -1; }
 
 # The parameters of the same training without any interruption: one process, outside Slurm.
 reference_params() {
@@ -58,7 +57,7 @@ result_params() { sed -n 's/^train: done .* params=\(\[.*\]\) result=OK$/\1/p' "
   job=$(submit_pytorch --auto-resume=1)
   wait_until 90 job_running_attempt "$job" 0
   wait_until 120 checkpoints_at_least 2
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   inject_fault "$victim" "$(xid48)"
   wait_until 60 job_running_again "$job" 1 "$victim"
   [[ "$(node_state "$victim")" == drain* ]]

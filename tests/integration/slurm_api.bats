@@ -32,7 +32,7 @@ as_other_user() { runuser -u "$AR_OTHER_USER" -- sbatch --parsable -o /dev/null 
   local job victim
   job=$(submit -N1 --auto-resume=1 -o "$WORK/job.out" --wrap 'sleep 300')
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job")
+  victim=$(ready_victim "$job")
   scontrol update nodename="$victim" state=drain reason="bad disk State=IDLE see ticket"
   [[ "$(node_state "$victim")" == *drain* ]]
   inject_fault "$victim" "$(xid48)"
@@ -58,7 +58,7 @@ as_other_user() { runuser -u "$AR_OTHER_USER" -- sbatch --parsable -o /dev/null 
   job=$(submit -N1 --auto-resume=1 --comment="$comment" -o "$WORK/job.out" \
     --wrap 'echo attempt=$AUTO_RESUME_ATTEMPT last=$AUTO_RESUME_LAST_CODE; sleep 300')
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job")
+  victim=$(ready_victim "$job")
   inject_fault "$victim" "$(xid48)"
   wait_until 30 job_running_attempt "$job" 1
   sleep 2
@@ -73,7 +73,7 @@ as_other_user() { runuser -u "$AR_OTHER_USER" -- sbatch --parsable -o /dev/null 
   local job victim others=() queue=() p
   job=$(submit -N1 --exclusive --auto-resume=1 -o "$WORK/job.out" --wrap 'sleep 600')
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(job_nodes "$job")
+  victim=$(ready_victim "$job")
   # another user holds the two other nodes, and queues four more jobs behind them
   others+=("$(as_other_user -N1 --exclusive --wrap 'sleep 600')")
   others+=("$(as_other_user -N1 --exclusive --wrap 'sleep 600')")
@@ -107,7 +107,7 @@ as_other_user() { runuser -u "$AR_OTHER_USER" -- sbatch --parsable -o /dev/null 
   wait_until 60 job_running_attempt "$job" 0
   wait_until 10 grep -q "requeue=0" "$WORK/job.out"
   grep -q "auto-resume: job $job cannot be resumed after a fault: it does not allow requeue (sbatch --no-requeue" "$WORK/job.out"
-  victim=$(job_nodes "$job")
+  victim=$(ready_victim "$job")
   inject_fault "$victim" "$(xid48)"
   wait_until 30 timeline_has "$victim" "$job" "not requeued"
   [[ "$(job_admin_comment "$job")" == "auto-resume: not requeued after GPU-XID-48 on $victim: the job does not allow requeue"* ]]

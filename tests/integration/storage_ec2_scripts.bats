@@ -41,7 +41,6 @@ teardown() {
   reset_cluster
 }
 
-second_node() { job_nodes "$1" | tail -1; }
 # The second attempt of these jobs ends at once: wait for the requeue, not for RUNNING.
 restarted() { [ "$(job_restarts "$1")" = "$2" ]; }
 
@@ -63,7 +62,7 @@ check_says() { [ "$(check_result "$1" "$2" "$3")" = True ]; }
     if [ \"\${SLURM_RESTART_COUNT:-0}\" -ge 1 ]; then echo second attempt; exit 0; fi
     srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   # As root, file modes do not stop a write: the mount point becomes something no file can be
   # created in (a plain file), which the probe finds as a real dead mount would be found. The swap is
   # one atomic exchange: between an rm and a touch, a sweep could find the mount point missing and
@@ -140,7 +139,7 @@ JOB
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 "$WORK/job.sh")
   wait_until 60 job_running_attempt "$job" 0
   wait_until 30 bash -c "squeue -h -s -j $job | grep -q '$job\\.0'"
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   mkdir -p "$IMDS_DIR/$victim/events/maintenance"
   cat >"$IMDS_DIR/$victim/events/maintenance/scheduled" <<'EVENTS'
 [{"NotBefore": "21 Jan 2027 09:00:43 GMT", "Code": "system-reboot", "Description": "scheduled reboot",
@@ -181,7 +180,7 @@ EVENTS
   local job victim
   job=$(submit -N2 -o "$WORK/job.out" --auto-resume=1 --wrap "srun -N2 sleep 600")
   wait_until 60 job_running_attempt "$job" 0
-  victim=$(second_node "$job")
+  victim=$(ready_victim "$job")
   echo "2 fan 3 failed" >"${AR_CLUSTER_DIR}/host/$victim/etc/admin-check"
   wait_until 20 check_says "$victim" script:admin-check \
     'rs[0]["status"] == "warn" and rs[0]["message"] == "script admin-check: fan 3 failed"'
