@@ -133,19 +133,21 @@ if [ "${#series_tiers[@]}" -gt 0 ]; then
   done
 fi
 
-# failed_tests_summary TIER: the names of the tests that failed in TIER's last ctest run and, for a
-# bats suite, its "not ok" lines with what follows them. CI shows only the end of this script's
-# output, so the reason for a red tier must be repeated here, not only where ctest printed it.
+# failed_tests_summary TIER: the tests that failed in TIER and, for each, the lines that say why.
+# CI shows only the end of this script's output, so the reason for a red tier is repeated here, short,
+# not only where ctest or the series tier printed it (a series tier's tail is mostly daemon logs).
 failed_tests_summary() {
-  [[ $1 != series-* ]] || return 0  # printed above, from its log
+  echo "=== test.sh: tier $1: failed tests:"
+  if [[ $1 == series-* ]]; then
+    { grep -a -E '^=== series .* FAILED' "build/$1.log" 2>/dev/null || true; } | sed 's/^/    /'
+    failure_digest "build/$1.log"
+    return 0
+  fi
   local dir
   dir=$(tier_build "$1")/Testing/Temporary
   [ -s "$dir/$1-LastTestsFailed.log" ] || return 0
-  echo "=== test.sh: tier $1: failed tests:"
   sed 's/^/    /' "$dir/$1-LastTestsFailed.log"
-  if [ -f "$dir/$1-LastTest.log" ]; then
-    grep -A 25 -E '^not ok ' "$dir/$1-LastTest.log" | head -n 120 | sed 's/^/    | /' || true
-  fi
+  failure_digest "$dir/$1-LastTest.log"
 }
 
 echo "=== test.sh: passed: ${passed[*]:-none}"

@@ -4,6 +4,7 @@
 # and its chroot's making in DIR/TIER.chroot.log.
 #
 #   report_series_tier DIR TIER    # prints the report; returns 0 if the tier passed, 1 if not
+#   failure_digest LOG             # the failed tests' lines of a test log, a few lines each
 #
 # Passed: the tier's step lines. Failed: its step lines, the end of its chroot's log where the chroot
 # was never made (no step line), then the end of its log, where the failure is. CI shows only this
@@ -25,4 +26,13 @@ report_series_tier() {
   { tail -n 150 "$dir/$tier.log" 2>/dev/null || true; } | sed 's/^/    | /'
   echo "=== test.sh: tier $tier: FAILED after $took s"
   return 1
+}
+
+# failure_digest LOG: each failed test in LOG with the lines that say why, kept short: a bats suite's
+# "not ok" line and the four lines after it (the file, line and command that failed), and the "FAIL -"
+# lines of the standalone scripts (examples/test_train.sh). At most 60 lines: CI shows only the end of
+# test.sh's output, and this is what must fit there.
+failure_digest() {
+  [ -f "$1" ] || return 0
+  { grep -a -A 4 -E '^(not ok |FAIL - )' "$1" 2>/dev/null || true; } | cut -c 1-300 | head -n 60 | sed 's/^/    | /'
 }
