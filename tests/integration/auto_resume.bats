@@ -69,7 +69,7 @@ checkpoints_at_least() { ls "$WORK/ckpt" 2>/dev/null | grep -c '^step-' | { read
   victim=$(ready_victim "$job")
   inject_fault "$victim" "$(xid48)"
   touch "$WORK/go"
-  wait_until 60 job_finished "$job"
+  wait_until 60 job_finished_attempt "$job" 1
   [ "$(job_state "$job")" = COMPLETED ]
   [ "$(job_restarts "$job")" = 1 ]
   grep -q "second attempt" "$WORK/job.out"

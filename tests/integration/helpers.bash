@@ -120,6 +120,10 @@ job_start() { scontrol show job "$1" -o | grep -o ' StartTime=[^ ]*' | head -1 |
 # job_started_again JOB N START: running attempt N, started after START (the attempt before's StartTime):
 # not slurmctld's view of a job just requeued, which has shown Restarts=N beside the old attempt's nodes.
 job_started_again() { job_running_attempt "$1" "$2" && [ "$(job_start "$1")" != "$3" ]; }
+# job_finished_attempt JOB N: attempt N has ended. A job whose script failed a moment before
+# healthd's requeue shows FAILED for a few milliseconds with the attempt before's Restarts, then runs
+# again: "finished" alone can catch that moment.
+job_finished_attempt() { job_finished "$1" && [ "$(job_restarts "$1")" = "$2" ]; }
 job_running_attempt() { [ "$(job_state "$1")" = RUNNING ] && [ "$(job_restarts "$1")" = "$2" ]; }
 # step_running_on NODE JOB: NODE's daemon knows a running step of the attempt of JOB that slurmctld
 # shows (Restarts=): its batch script or an srun step (not the extern step, which runs before either).
