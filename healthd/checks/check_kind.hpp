@@ -21,6 +21,8 @@ struct KernelRecord;  // collectors/kernel_log_reader.hpp
 // A reader of kernel-log records ahead of the kernel-log check's own rules (the XID check takes the
 // NVRM Xid records, whose policy it owns). Called on the kernel-log check's thread, one record at a
 // time, and only with the kernel's own records (facility 0); the tap judges the level and the text.
+// new_fault: the record calls for a judgment now (a fault, or a notice to carry out), not at the
+// next periodic sweep.
 enum class LineVerdict { not_mine, taken, new_fault };
 using KernelLineTap = std::function<LineVerdict(const KernelRecord& record)>;
 using KernelLineTaps = std::vector<KernelLineTap>;

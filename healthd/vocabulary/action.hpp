@@ -48,7 +48,7 @@ std::optional<Action> parse_action(const std::string& s);
 
 // The actions a fault may call for in most config keys, and in an XID rule.
 inline constexpr Action kNodeActions[] = {Action::none, Action::warn, Action::notify_only, Action::drain, Action::reboot};
-inline constexpr Action kXidActions[] = {Action::none,     Action::warn,  Action::restart_app,
+inline constexpr Action kXidActions[] = {Action::none,      Action::warn,  Action::notify_only, Action::restart_app,
                                          Action::reset_gpu, Action::drain, Action::reboot};
 
 // The kinds of journal entry: what healthd carries out, each by its executor (actions/executors.cpp).

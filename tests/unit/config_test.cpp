@@ -132,7 +132,11 @@ TEST(Config, BadXidRulesAreNamed) {
   auto c = parse_config("[checks.gpu]\n[[checks.gpu.xid]]\nxid = 48\naction = \"explode\"\n", "x.toml");
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().find("x.toml:4:"), std::string::npos) << c.error();
-  EXPECT_NE(c.error().find("reset_gpu"), std::string::npos) << c.error();
+  EXPECT_NE(c.error().find("must be one of ignore, warn, notify_only, restart_app, reset_gpu, drain, reboot"),
+            std::string::npos) << c.error();
+  c = parse_config("[[checks.gpu.xid]]\nxid = 74\naction = \"notify_only\"\n", "x.toml");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(74).action, Action::notify_only);
   c = parse_config("[[checks.gpu.xid]]\nxid = 48\naction = \"drain\"\ncount = 2\n", "x.toml");
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().find("window_s"), std::string::npos) << c.error();

@@ -35,8 +35,7 @@ TEST(XidPolicy, DefaultsFollowTheCatalogueBuckets) {
 }
 
 TEST(XidPolicy, ActionNamesRoundTrip) {
-  for (auto a : {Action::none, Action::warn, Action::restart_app, Action::reset_gpu, Action::drain,
-                 Action::reboot})
+  for (auto a : kXidActions)
     EXPECT_EQ(parse_action(to_string(a)), a);
   EXPECT_FALSE(parse_action("explode"));
 }
@@ -114,6 +113,22 @@ TEST(XidCheck, AnApplicationXidOnlyWarns) {
   auto r = check.judge(xid_t0 + 1s);
   EXPECT_EQ(r.status, Status::warn);
   EXPECT_LT(r.action, Action::drain);
+}
+
+TEST(XidCheck, ANotifyOnlyXidKeepsTheNodeInAndIsJudgedAtOnce) {
+  auto policy = XidPolicy::defaults();
+  policy.set(74, {Action::notify_only, 1, 0s, "NVLink error"});
+  XidCheck check(policy, 60s);
+  EXPECT_TRUE(check.record(event(74, xid_t0)));  // a notice to carry out: judged now, not at the next sweep
+  auto r = check.judge(xid_t0 + 1s);
+  EXPECT_EQ(r.status, Status::warn);
+  EXPECT_EQ(r.action, Action::notify_only);
+  EXPECT_EQ(r.code, "GPU-XID-74");
+  // It outranks an application's XID (a warning), and a drain XID outranks it.
+  check.record(event(13, xid_t0 + 2s));
+  EXPECT_EQ(check.judge(xid_t0 + 3s).action, Action::notify_only);
+  check.record(event(48, xid_t0 + 4s));
+  EXPECT_EQ(check.judge(xid_t0 + 5s).action, Action::reset_gpu);
 }
 
 TEST(XidCheck, HoldsEveryXidItTracksNotOnlyTheWorst) {

@@ -1,15 +1,18 @@
 #include "gpu_config.hpp"
 
+#include <span>
+
 #include "config/fields.hpp"
 
 namespace ar::healthd {
 namespace {
 
 // The XID catalogue's "ignore" is this table's name for none; no other key takes it.
+static_assert(kXidActions[0] == Action::none, "the message below names kXidActions after none");
 Parsed<Action> read_xid_action(const toml::node& n) {
   if (n.is_string() && *n.value<std::string>() == "ignore") return Action::none;
   auto a = read_action(n, kXidActions);
-  if (!a) return std::unexpected(std::string("must be one of ignore, warn, restart_app, reset_gpu, drain, reboot"));
+  if (!a) return std::unexpected("must be one of ignore, " + action_names(std::span(kXidActions).subspan(1)));
   return a;
 }
 std::string xid_action_text(Action a) { return a == Action::none ? toml_quote("ignore") : config_text(a); }

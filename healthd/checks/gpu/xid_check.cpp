@@ -98,7 +98,8 @@ bool XidCheck::record(const XidEvent& e) {
   if (!t.active && t.events.size() >= rule.count) {
     t.active = true;
     t.judged = false;
-    became_active = status_for(t.action) == Status::fault;
+    // Something to carry out now: a fault, or a notice to the admins (notify_only).
+    became_active = status_for(t.action) == Status::fault || t.action == Action::notify_only;
     spdlog::warn("gpu_xid: XID {} on {} ({}): {}", e.xid, e.gpu.empty() ? "an unknown GPU" : e.gpu, e.source,
                  to_string(t.action));
   }

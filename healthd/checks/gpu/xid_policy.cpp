@@ -7,6 +7,7 @@ Action node_action_of(Action a) {
     case Action::none: return Action::none;
     case Action::warn:
     case Action::restart_app: return Action::warn;
+    case Action::notify_only: return Action::notify_only;  // kept in, and the admins told once
     case Action::reset_gpu: return Action::reset_gpu;  // the node is drained, then the GPU reset (a cure chain)
     case Action::drain: return Action::drain;
     case Action::reboot: return Action::reboot;
