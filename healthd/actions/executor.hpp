@@ -1,16 +1,18 @@
 // What an executor of one kind of journal entry may use and what it answers, for the executors that
-// are plain functions (actions/executors.cpp lists them all). Such an executor sees the node, Slurm,
-// the journal, the timelines and the notices, nothing of the other executors' state: it is a file of
-// its own and a row in the registry, and the class that runs the journal (slurm_actions.hpp) does
-// not change when one is added.
+// are plain functions (actions/executors.cpp lists them all). Such an executor sees the node, the
+// policy, Slurm, the journal, the timelines, the notices and the jobs' owners, nothing of the other
+// executors' state: it is a file of its own and a row in the registry, and the class that runs the
+// journal (slurm_actions.hpp) does not change when one is added.
 #pragma once
 
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "actions/slurm_client.hpp"
+#include "config/config.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
 #include "vocabulary/action.hpp"
@@ -18,20 +20,30 @@
 
 namespace ar::healthd {
 
+// The owners of the jobs acted on, as Slurm last gave them, by job id: the notices of what was done
+// to a job name its user. An executor that read the job from Slurm notes it here.
+using JobOwners = std::map<std::uint32_t, std::uint32_t>;
+
 struct ExecutorServices {
   const std::string& node;  // this node's name in Slurm
+  const PolicyConfig& policy;
   SlurmClient& slurm;
   Journal& journal;
   Timeline& timeline;
   NoticeSink* notices;  // nullptr: none are raised
+  JobOwners& owners;
 };
 
 // What carrying out an entry came to: finished (done, or nothing left to do) or waiting (the executor
 // set the entry's next try itself), and the action it carried out, if it did one (the admin's hooks
 // on that action follow it). An error: the entry is tried again later, with backoff.
 struct Carried {
+  // Each member has its default (gcc warns of a designated initializer that leaves out one without).
   bool finished = true;
-  std::optional<Action> acted;
+  std::optional<Action> acted = std::nullopt;
+  // An admin's action (through healthctl) that did nothing on Slurm: what it came to, for its notice
+  // ("not drained (IDLE); nothing to resume").
+  std::string admin_outcome = {};
 };
 
 using ExecutorFunction = std::expected<Carried, std::string> (*)(const ExecutorServices& services, const JournalEntry& e,

@@ -11,16 +11,18 @@ namespace ar::healthd {
 // The executors that are plain functions (actions/executor.hpp), each defined in its own file.
 std::expected<Carried, std::string> carry_out_annotate(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_resume(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_signal(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 
 const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
   // The order within one pass: checkpoint signals first (the job checkpoints before anything else
   // happens to it), then drains (a requeue waits for its node's drain: in one pass the drain lands and
   // the requeue follows it at once), then the rest as they were journalled.
   static const std::vector<Executor> table = {
-      {Action::signal, 0, &SlurmActions::do_signal},          // signal_executor.cpp
+      {.kind = Action::signal, .order = 0, .function = &carry_out_signal},  // signal_executor.cpp
       {Action::drain, 1, &SlurmActions::do_drain},            // drain_executor.cpp
       {Action::requeue, 2, &SlurmActions::do_requeue},        // requeue_executor.cpp
-      {Action::resume, 2, &SlurmActions::do_resume},          // resume_executor.cpp
+      {.kind = Action::resume, .order = 2, .function = &carry_out_resume},  // resume_executor.cpp
       {.kind = Action::annotate, .order = 2, .function = &carry_out_annotate},  // annotate_executor.cpp
       {Action::hook, 2, &SlurmActions::do_hook},              // hook_executor.cpp
       {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp

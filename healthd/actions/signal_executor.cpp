@@ -2,30 +2,28 @@
 // announced ahead takes the node (at least once, never twice for one attempt).
 #include <spdlog/spdlog.h>
 
-#include "actions/slurm_actions.hpp"
-#include "text/text.hpp"
+#include "actions/executor.hpp"
 
 namespace ar::healthd {
 
-std::expected<bool, std::string> SlurmActions::do_signal(const JournalEntry& e, WallTime now) {
-  if (journal_.signalled(e.job_id, e.restart_count)) return true;
-  auto job = slurm_.job(e.job_id);
+std::expected<Carried, std::string> carry_out_signal(const ExecutorServices& services, const JournalEntry& e, WallTime now) {
+  if (services.journal.signalled(e.job_id, e.restart_count)) return Carried{};
+  auto job = services.slurm.job(e.job_id);
   if (!job) {
-    if (gone(job.error())) return true;  // gone: nothing to checkpoint
+    if (gone(job.error())) return Carried{};  // gone: nothing to checkpoint
     return std::unexpected(job.error().message);
   }
-  owners_[e.job_id] = job->user_id;
+  services.owners[e.job_id] = job->user_id;
   // Requeued or ended meanwhile: the attempt that was to checkpoint is over.
-  if (job->restart_count != e.restart_count || job->state != "RUNNING") return true;
+  if (job->restart_count != e.restart_count || job->state != "RUNNING") return Carried{};
   const std::string& signal = e.reason;
-  if (auto r = slurm_.signal_job(e.job_id, signal); !r) return std::unexpected(r.error().message);
-  acted_ = Action::signal;
+  if (auto r = services.slurm.signal_job(e.job_id, signal); !r) return std::unexpected(r.error().message);
   // Marked once sent: a crash before the journal is saved sends it again (at least once, never lost).
-  journal_.mark_signalled(e.job_id, e.restart_count);
-  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, signal, e.code, node_);
-  timeline_.record(e.job_id, {now, node_, "checkpoint signal",
-                              "SIG" + signal + " to the batch script and every step: " + e.code + " on " + node_});
-  return true;
+  services.journal.mark_signalled(e.job_id, e.restart_count);
+  spdlog::warn("job {}: SIG{} sent to checkpoint now ({} on {})", e.job_id, signal, e.code, services.node);
+  services.timeline.record(e.job_id, {now, services.node, "checkpoint signal",
+                                      "SIG" + signal + " to the batch script and every step: " + e.code + " on " + services.node});
+  return Carried{.acted = Action::signal};
 }
 
 }  // namespace ar::healthd

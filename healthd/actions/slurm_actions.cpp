@@ -66,10 +66,11 @@ std::expected<bool, std::string> SlurmActions::carry_out(const JournalEntry& e, 
     return true;
   }
   if (executor->carry_out != nullptr) return (this->*executor->carry_out)(e, now);
-  const ExecutorServices services{node_, slurm_, journal_, timeline_, notices_};
+  const ExecutorServices services{node_, policy_, slurm_, journal_, timeline_, notices_, owners_};
   auto carried = executor->function(services, e, now);
   if (!carried) return std::unexpected(carried.error());
   acted_ = carried->acted;
+  admin_outcome_ = carried->admin_outcome;
   return carried->finished;
 }
 

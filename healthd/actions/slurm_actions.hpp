@@ -160,8 +160,6 @@ class SlurmActions {
   // drain, so a daemon killed before it looks again still does after its restart.
   void settle_share(WallTime now);
   std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> do_resume(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> do_signal(const JournalEntry& e, WallTime now);
   // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
   // false: waiting, the entry's next try is set.
   std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
@@ -282,7 +280,7 @@ class SlurmActions {
   std::uint32_t failing_after_ = 3;
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an
   // entry goes when its job is no longer followed.
-  std::map<std::uint32_t, std::uint32_t> owners_;
+  JobOwners owners_;
   // What an admin's drain or resume came to when it did nothing on Slurm, for its notice.
   std::string admin_outcome_;
   std::size_t jobs_here_ = 0;

@@ -48,6 +48,20 @@ TEST(Responder, ANoticeSignalsTheJobThenDrainsAndRequeuesAfterTheGrace) {
   EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: EC2-SPOT-TERMINATE: ec2: spot instance-action terminate at 2027-01-05T18:02:00Z");
 }
 
+TEST(Responder, TheCheckpointSignalsNoticeNamesTheJobsOwnerAsSlurmShowsIt) {
+  Fixture f;
+  RecordedNotices notices;
+  f.responder->set_notices(&notices, 3);
+  f.slurm.jobs[7].user_id = 1234;
+  f.responder->on_sweep({notice(30s)}, {{7, 0, true}}, std::nullopt, f.now);
+  f.responder->run_due(f.now);
+  const Notice* signal = notices.first(NoticeKind::signal);
+  ASSERT_NE(signal, nullptr);
+  EXPECT_EQ(signal->job_id, 7u);
+  EXPECT_EQ(signal->uid, std::optional<std::uint32_t>(1234));
+  EXPECT_EQ(signal->message, "SIGUSR1 sent to checkpoint before EC2-SPOT-TERMINATE");
+}
+
 TEST(Responder, WithNoCheckpointSignalSetNoJobIsSignalledButAllAreRequeuedAfterTheGrace) {
   Fixture f;
   auto quiet = notice(30s);
