@@ -177,6 +177,14 @@ else
 fi
 
 # ----------------------------------------------------------------- SIGKILL storm (mid-checkpoint)
+# The storms' runs are given more steps than they can reach (each is killed within 220 ms); the
+# rerun after them goes 3 steps past the newest checkpoint and its done line must hold the sum of
+# every step once (a step lost or counted twice across the kills shows as a wrong sum). Running the
+# rerun to a fixed 120 steps took most of this script's time, 215 s of its 300 s limit in CI.
+# done_after_kills N: stdin is the done line of N steps after several attempts.
+done_after_kills() {
+  grep -qx "train: done steps=$1 sum=$(($1 * ($1 + 1) / 2)) expected=$(($1 * ($1 + 1) / 2)) attempts=standalone\(,standalone\)* result=OK"
+}
 # --step-seconds 0 so that most kills land while a checkpoint is being written or pruned.
 d=$work/storm
 torn=0
@@ -186,7 +194,7 @@ declare -A seen=()
 # from nothing, which is right but not what this test is about.
 run storm-seed -- --steps 2 --step-seconds 0 --checkpoint-dir "$d"
 for ((i = 0; i < 15; i++)); do
-  start_bg "storm$i" --steps 120 --step-seconds 0 --checkpoint-dir "$d"
+  start_bg "storm$i" --steps 100000 --step-seconds 0 --checkpoint-dir "$d"
   sleep "$(printf '0.%02d' $((RANDOM % 20 + 3)))" # 30..220 ms
   kill_bg KILL
   # Count the kills that left a new half-done write (a temp dir, or a step dir without COMPLETE).
@@ -200,11 +208,10 @@ for ((i = 0; i < 15; i++)); do
   torn=$((torn + new))
 done
 n=$(highest_complete "$d")
-run storm -- --steps 120 --step-seconds 0 --checkpoint-dir "$d"
+run storm -- --steps $((n + 3)) --step-seconds 0 --checkpoint-dir "$d"
 s=$(start_step storm)
-if [[ $rc == 0 && $s -gt 0 && $s == "$n" ]] &&
-  last_line storm | grep -qx 'train: done steps=120 sum=7260 expected=7260 attempts=standalone\(,standalone\)* result=OK'; then
-  pass "15 SIGKILLs at random moments ($torn mid-write), the rerun resumes at step $s and ends OK (sum=7260)"
+if [[ $rc == 0 && $s -gt 0 && $s == "$n" ]] && last_line storm | done_after_kills $((n + 3)); then
+  pass "15 SIGKILLs at random moments ($torn mid-write), the rerun resumes at step $s and ends OK (every step counted once)"
 else
   fail "15 SIGKILLs at random moments, then a rerun ends OK" "rc=$rc, start=$s, newest=$n, output: $(last_line storm) $(err storm)"
 fi
@@ -214,7 +221,7 @@ fi
 d=$work/termstorm
 bad=''
 for ((i = 0; i < 10; i++)); do
-  start_bg "tstorm$i" --steps 120 --step-seconds 0 --checkpoint-dir "$d"
+  start_bg "tstorm$i" --steps 100000 --step-seconds 0 --checkpoint-dir "$d"
   sleep "$(printf '0.%02d' $((RANDOM % 20 + 3)))" # 30..220 ms
   kill_bg TERM
   if [[ $rc != 143 || -s $work/tstorm$i.err ]]; then bad+=" run $i: exit $rc $(err "tstorm$i")"; fi
@@ -223,10 +230,9 @@ for ((i = 0; i < 10; i++)); do
   done
 done
 n=$(highest_complete "$d")
-run tstorm -- --steps 120 --step-seconds 0 --checkpoint-dir "$d"
+run tstorm -- --steps $((n + 3)) --step-seconds 0 --checkpoint-dir "$d"
 s=$(start_step tstorm)
-if [[ -z $bad && $rc == 0 && $s == "$n" ]] &&
-  last_line tstorm | grep -qx 'train: done steps=120 sum=7260 expected=7260 attempts=standalone\(,standalone\)* result=OK'; then
+if [[ -z $bad && $rc == 0 && $s == "$n" ]] && last_line tstorm | done_after_kills $((n + 3)); then
   pass "10 SIGTERMs to the process group: each exits 143 cleanly, no torn write; the rerun from step $s ends OK"
 else
   fail "10 SIGTERMs to the process group" "$bad; rc=$rc, start=$s, newest=$n, output: $(last_line tstorm) $(err tstorm)"
