@@ -96,7 +96,7 @@ class Daemon {
         slurm_(config_.slurm.scontrol, config_.slurm.timeout),
         responder_(config_.node_name, config_.policy, slurm_, state.journal, state.timeline),
         checks_(build_daemon_checks(config_)),
-        engine_(checks_, responder_, config_.policy.check_deadline),
+        engine_(checks_, responder_, config_.policy.check_deadline, device_inventories()),
         service_(engine_, state.timeline, state.registry, &state.events),
         info_{config_.node_name, kVersion, config_.socket.string(), config_.state_dir.string(), config_file_.string(),
               WallClock::now()},

@@ -66,6 +66,15 @@ struct CheckResult {
 // code it holds besides (CheckResult::also_held).
 std::set<std::string> held_codes(const std::vector<CheckResult>& results);
 
+// A list of the node's devices that a kind of check's results describe, each with its health (the
+// GPUs): what the status shows under `name` (`healthctl gpus`) and the metrics export per device.
+// Built from a sweep's results alone, never from the hardware. A kind offers one in the registry
+// (checks/check_kind.hpp); the engine builds them all after each sweep, knowing none by name.
+struct DeviceInventory {
+  std::string name;  // the status member, e.g. "gpus"
+  std::function<nlohmann::json(const std::vector<CheckResult>& results)> build;
+};
+
 // How often a check runs and how long it may take. Cheap checks run at every sweep; expensive ones
 // (a DCGM diagnostic, a probe write on a network filesystem) rarely, their last results standing in
 // between. A sweep asked for on demand runs every check.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct CheckKind {
   CheckSection section;  // [checks.NAME]: its reader
   // The checks these settings ask for, in the order their results are shown: none when disabled.
   std::function<std::vector<std::shared_ptr<Check>>(const CheckSettings&, BuildContext&)> build;
+  // The devices its results describe (checks/check.hpp), if it keeps such a list: built whether or
+  // not the kind is enabled (an empty list then), so the status always has the member.
+  std::optional<DeviceInventory> inventory = std::nullopt;
 };
 
 // A kind whose factory takes its own settings type S.

@@ -38,6 +38,13 @@ const std::vector<CheckSection>& check_sections() {
   return sections;
 }
 
+std::vector<DeviceInventory> device_inventories() {
+  std::vector<DeviceInventory> out;
+  for (const auto& kind : check_kinds())
+    if (kind.inventory) out.push_back(*kind.inventory);
+  return out;
+}
+
 std::vector<std::shared_ptr<Check>> build_checks(const Config& config, BuildContext& context) {
   std::vector<std::shared_ptr<Check>> checks;
   for (const auto& kind : check_kinds()) {

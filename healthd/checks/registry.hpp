@@ -18,6 +18,8 @@ namespace ar::healthd {
 const std::vector<CheckKind>& check_kinds();
 // Their config sections, for config/config.hpp.
 const std::vector<CheckSection>& check_sections();
+// The device lists the kinds keep (CheckKind::inventory), for the engine.
+std::vector<DeviceInventory> device_inventories();
 
 // The checks `config` asks for. Builds only: nothing starts (no thread, no watcher) before the
 // daemon calls each check's start(); a config-check mode and the tests call this alone.

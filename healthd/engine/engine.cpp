@@ -4,12 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "checks/gpu/gpu_inventory.hpp"
 
 namespace ar::healthd {
 
-Engine::Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder, std::chrono::milliseconds check_deadline)
-    : checks_(std::move(checks)), responder_(responder), check_deadline_(check_deadline) {}
+Engine::Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder, std::chrono::milliseconds check_deadline,
+               std::vector<DeviceInventory> inventories)
+    : checks_(std::move(checks)), responder_(responder), check_deadline_(check_deadline), inventories_(std::move(inventories)) {}
 
 Engine::~Engine() { stop(); }
 
@@ -284,12 +284,13 @@ bool Engine::run_sweep(const SweepRequest& request, WallTime now) {
   responder_.on_sweep(results, request.jobs, request.trigger, now, !request.poll);
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& r : results) checks.push_back(r.to_json());
-  auto gpus = gpu_inventory(results);  // healthctl gpus and the per-GPU metrics
+  std::vector<std::pair<std::string, nlohmann::json>> devices;  // healthctl gpus and the per-device metrics
+  for (const auto& inventory : inventories_) devices.emplace_back(inventory.name, inventory.build(results));
   auto held = held_codes(results);
   std::lock_guard lock(mutex_);
   held_codes_ = std::move(held);
   status_["checks"] = checks;
-  status_["gpus"] = std::move(gpus);
+  for (auto& [name, list] : devices) status_[name] = std::move(list);
   status_["last_sweep"] = request.why;
   // Whose step asked for it: `healthctl status` shows the why only to those who may see the job.
   if (request.trigger) status_["last_sweep_job"] = request.trigger->job_id;

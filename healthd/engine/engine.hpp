@@ -25,7 +25,10 @@ namespace ar::healthd {
 
 class Engine {
  public:
-  Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder, std::chrono::milliseconds check_deadline);
+  // `inventories`: the device lists built after each sweep into the status (checks/registry.hpp
+  // device_inventories; none in tests that do not look at them).
+  Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder, std::chrono::milliseconds check_deadline,
+         std::vector<DeviceInventory> inventories = {});
   ~Engine();
 
   void start();
@@ -133,6 +136,7 @@ class Engine {
   std::function<void(const nlohmann::json&)> on_status_;
   void carry_out(const AdminAction& action);
   std::chrono::milliseconds check_deadline_;
+  const std::vector<DeviceInventory> inventories_;
   nlohmann::json status_ = nlohmann::json::object();
   std::set<std::string> held_codes_;  // of the last sweep, beside status_ under mutex_
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/gpu/xid_policy.hpp"
+#include "checks/registry.hpp"
 #include "engine/cure_plan.hpp"
 #include "state/journal.hpp"
 
@@ -86,4 +87,14 @@ TEST(CheckReference, TheCureTableIsTheDefaultChainOfEachCode) {
     }
   }
   EXPECT_GE(checked, 20);
+}
+
+// The GPU kind keeps the GPU list of `healthctl gpus` and the per-GPU metrics; no other kind keeps one
+// of the same name (the status would hold only the last).
+TEST(CheckRegistry, TheGpuKindKeepsTheGpuListAndNoNameIsKeptTwice) {
+  std::set<std::string> names;
+  for (const auto& inventory : device_inventories()) EXPECT_TRUE(names.insert(inventory.name).second) << inventory.name;
+  EXPECT_TRUE(names.contains("gpus"));
+  for (const auto& inventory : device_inventories())
+    EXPECT_EQ(inventory.build({}), nlohmann::json::array()) << inventory.name << ": no results, no devices";
 }

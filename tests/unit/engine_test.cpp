@@ -178,3 +178,25 @@ TEST(Engine, ReplacedChecksTakeOverFromTheOldOnesAndAHungOneKeepsItsGuard) {
   EXPECT_EQ(new_gated->runs.load(), 1);  // the old run returned: the new check runs
   engine.stop();
 }
+
+// The device lists (DeviceInventory) are the kinds' own: the engine builds each after a sweep into
+// the status under its name, from that sweep's results, knowing none by name.
+TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
+  EngineParts parts;
+  auto check = std::make_shared<GatedCheck>();
+  check->let_go();
+  DeviceInventory widgets{"widgets", [](const std::vector<CheckResult>& results) {
+                            nlohmann::json list = nlohmann::json::array();
+                            for (const auto& r : results) list.push_back({{"from", r.check}});
+                            return list;
+                          }};
+  Engine engine({check}, parts.responder, 10s, {widgets});
+  engine.start();
+  const auto seq = engine.request_sweep("periodic", {});
+  for (int i = 0; i < 200 && engine.status().value("sweep_seq", std::uint64_t{0}) < seq; ++i) std::this_thread::sleep_for(20ms);
+  const auto status = engine.status();
+  engine.stop();
+  ASSERT_TRUE(status.contains("widgets")) << status.dump();
+  EXPECT_EQ(status["widgets"], nlohmann::json::parse(R"([{"from": "gated"}])"));
+  EXPECT_FALSE(status.contains("gpus"));  // no kind named here keeps GPUs
+}

@@ -1,6 +1,7 @@
 #include "gpu_check.hpp"
 
 #include "checks/gpu/gpu_config.hpp"
+#include "checks/gpu/gpu_inventory.hpp"
 #include "collectors/host_path.hpp"
 
 #include <spdlog/spdlog.h>
@@ -76,7 +77,7 @@ std::vector<CheckResult> GpuCheck::run() {
 }
 
 CheckKind gpu_check_kind() {
-  return check_kind<GpuConfig>(gpu_section(), [](const GpuConfig& c, BuildContext& context) {
+  auto kind = check_kind<GpuConfig>(gpu_section(), [](const GpuConfig& c, BuildContext& context) {
     std::vector<std::shared_ptr<Check>> checks;
     if (!c.enabled) return checks;
     auto policy = XidPolicy::defaults();
@@ -93,6 +94,8 @@ CheckKind gpu_check_kind() {
     checks.push_back(xids);
     return checks;
   });
+  kind.inventory = DeviceInventory{"gpus", [](const std::vector<CheckResult>& results) { return gpu_inventory(results); }};
+  return kind;
 }
 
 }  // namespace ar::healthd
