@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "auto_resume/unix_client.hpp"
+#include "runtime/accept_batch.hpp"
 
 namespace ar::healthd {
 
@@ -314,23 +315,13 @@ void SocketServer::wait_for_clients() {
   });
 }
 
-// Accepts with accept4 so each connection is close-on-exec from its first moment (asio's accept
-// is not). A bounded batch per wake-up: a flood of connects must leave turns for the sessions.
+// A bounded batch per wake-up (runtime/accept_batch.hpp): a flood of connects must leave turns for
+// the sessions.
 void SocketServer::accept_ready() {
   constexpr int kBatch = 64;
-  for (int i = 0; i < kBatch; ++i) {
-    int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      admit(fd);
-      continue;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      backoff_ = std::chrono::milliseconds(0);  // the queue is empty: any shortage is over
-      break;
-    }
-    if (errno == EINTR || errno == ECONNABORTED) continue;  // that client gave up; the others wait
-    return back_off(errno);
-  }
+  const auto taken = accept_batch(acceptor_.native_handle(), kBatch, [this](int fd) { admit(fd); });
+  if (taken.stop == AcceptBatch::Stop::failed) return back_off(taken.error);
+  if (taken.stop == AcceptBatch::Stop::drained) backoff_ = std::chrono::milliseconds(0);
   wait_for_clients();
 }
 

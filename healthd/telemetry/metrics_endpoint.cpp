@@ -16,6 +16,7 @@
 #include <asio.hpp>
 #include <spdlog/spdlog.h>
 
+#include "runtime/accept_batch.hpp"
 #include "runtime/log_budget.hpp"
 
 namespace ar::healthd {
@@ -273,21 +274,11 @@ void Server::wait_for_clients() {
   });
 }
 
-// accept4, so each connection is close-on-exec from its first moment (asio's accept is not).
+// A bounded batch per wake-up (runtime/accept_batch.hpp).
 void Server::accept_ready() {
-  for (int i = 0; i < kAcceptBatch; ++i) {
-    const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      admit(fd);
-      continue;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      backoff = std::chrono::milliseconds(0);  // the queue is empty: any shortage is over
-      break;
-    }
-    if (errno == EINTR || errno == ECONNABORTED) continue;  // that client gave up; the others wait
-    return back_off(errno);
-  }
+  const auto taken = accept_batch(acceptor.native_handle(), kAcceptBatch, [this](int fd) { admit(fd); });
+  if (taken.stop == AcceptBatch::Stop::failed) return back_off(taken.error);
+  if (taken.stop == AcceptBatch::Stop::drained) backoff = std::chrono::milliseconds(0);
   wait_for_clients();
 }
 
