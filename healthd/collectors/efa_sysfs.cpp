@@ -50,10 +50,14 @@ EfaSnapshot read_efa_sysfs(const std::filesystem::path& host_root, const std::ve
     for (const auto& p : ports) {
       EfaPort port;
       port.port = p.filename().string();
-      if (auto s = read_trimmed(p / "state"); s)
-        port.state = port_state_name(*s);
-      else
-        port.error = s.error();
+      auto state = read_trimmed(p / "state");
+      if (state) port.state = port_state_name(*state);
+      if (!state)
+        port.error = state.error();
+      else if (port.state.empty())
+        // A state file with no state in it (read while being written, in CI's fake tree) says
+        // nothing about the port: not a port "is " down, drained for it.
+        port.error = (p / "state").string() + ": no state in it";
       for (const auto& name : counters)
         if (auto v = read_u64(p / "hw_counters" / name); v) port.counters[name] = *v;
       dev.ports.push_back(std::move(port));

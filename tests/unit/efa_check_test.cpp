@@ -61,6 +61,20 @@ TEST(EfaSysfs, ReadsOnlyAmazonDevicesTheirPortsAndWantedCounters) {
   EXPECT_FALSE(snap.devices[1].ports.at(0).counters.contains("rdma_read_resp_bytes"));  // not asked for
 }
 
+// CI read a fake state file between its truncation and its write, and drained the node for
+// "rdmap32s27 port 1 is " (an empty state): a state file that holds no state cannot say a port is down.
+TEST(EfaSysfs, AStateFileWithNoStateIsUnreadableNotAPortDown) {
+  ar::test::FakeTree t;
+  add_efa(t, "rdmap16s27", "");
+  auto snap = read_efa_sysfs(t.root(), {});
+  ASSERT_EQ(snap.devices.size(), 1u);
+  ASSERT_EQ(snap.devices[0].ports.size(), 1u);
+  EXPECT_NE(snap.devices[0].ports[0].error.find("ports/1/state: no state in it"), std::string::npos) << snap.devices[0].ports[0].error;
+  auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_EQ(r.action, Action::none);
+}
+
 TEST(EfaSysfs, NoRdmaClassIsNoDeviceNotAnError) {
   ar::test::FakeTree t;
   EXPECT_TRUE(read_efa_sysfs(t.root(), {}).devices.empty());
