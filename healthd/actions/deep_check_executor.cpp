@@ -11,7 +11,7 @@ namespace ar::healthd {
 std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry& e, WallTime now) {
   auto& own = journal_.own_drain();
   if (!own || policy_.cure.deep_check.empty()) {
-    deep_checks_running_.forget(e.id);
+    programs_.forget(e.id);
     if (own) {
       // Turned off meanwhile: the node returns as it would without one.
       JournalEntry resume = e;
@@ -21,12 +21,12 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
     }
     return true;
   }
-  if (!deep_checks_running_.running(e.id)) {
+  if (!programs_.running(e.id)) {
     auto started = deep_check_start(e, now);
     if (!started) return std::unexpected(started.error());
     if (*started) return **started;  // not started: the entry's answer now
   }
-  auto run = deep_checks_running_.take(e.id);
+  auto run = programs_.take(e.id);
   if (!run) {
     journal_.wait_until(e.id, now + std::chrono::milliseconds(500), "deep check running");
     return false;
@@ -37,7 +37,7 @@ std::expected<bool, std::string> SlurmActions::do_deep_check(const JournalEntry&
 
 // Starts the admin's deep check, only on a node healthd holds out of service with nothing on it: a
 // node back in service (Slurm resumed it after a reboot, an admin did) is not healthd's to test any
-// more. Nothing: it runs (in deep_checks_running_); a value: not started, and the entry's answer now.
+// more. Nothing: it runs (in programs_); a value: not started, and the entry's answer now.
 std::expected<std::optional<bool>, std::string> SlurmActions::deep_check_start(const JournalEntry& e, WallTime now) {
   auto& own = journal_.own_drain();
   const auto& cure = policy_.cure;
@@ -58,7 +58,7 @@ std::expected<std::optional<bool>, std::string> SlurmActions::deep_check_start(c
                                   "HEALTHD_CODE=" + sanitize(e.code, 120), "HEALTHD_REASON=" + sanitize(e.reason, 1000)};
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cure.deep_check_timeout);
   const std::string program = argv.front();  // argv moves to the thread
-  if (auto started = start_program(deep_checks_running_, e.id, std::move(argv), std::move(env), timeout); !started)
+  if (auto started = programs_.start(e.id, std::move(argv), std::move(env), timeout); !started)
     return std::unexpected("deep check: " + started.error());
   spdlog::info("node {}: deep check before it returns: {}", e.node, program);
   if (own->cure) own->cure->last = "deep check running";

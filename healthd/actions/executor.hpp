@@ -1,8 +1,8 @@
 // What an executor of one kind of journal entry may use and what it answers, for the executors that
 // are plain functions (actions/executors.cpp lists them all). Such an executor sees the node, the
-// policy, Slurm, the journal, the timelines, the notices and the jobs' owners, nothing of the other
-// executors' state: it is a file of its own and a row in the registry, and the class that runs the
-// journal (slurm_actions.hpp) does not change when one is added.
+// policy, Slurm, the journal, the timelines, the notices, the jobs' owners and the programs running
+// for entries, nothing of the other executors' state: it is a file of its own and a row in the
+// registry, and the class that runs the journal (slurm_actions.hpp) does not change when one is added.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "actions/program_runs.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
 #include "state/journal.hpp"
@@ -32,6 +33,7 @@ struct ExecutorServices {
   Timeline& timeline;
   NoticeSink* notices;  // nullptr: none are raised
   JobOwners& owners;
+  ProgramRuns& programs;  // the admin's programs running for entries (a hook, a deep check)
 };
 
 // What carrying out an entry came to: finished (done, or nothing left to do) or waiting (the executor
@@ -54,5 +56,9 @@ using ExecutorFunction = std::expected<Carried, std::string> (*)(const ExecutorS
 // (else it is read). A job gone is nothing left to annotate.
 std::expected<void, std::string> annotate_job(SlurmClient& slurm, std::uint32_t job_id, const std::string& line,
                                               const std::optional<std::string>& current = std::nullopt);
+
+// Journals the admin's hooks ([[policy.hook]] `on`) that follow `done`, which carried out `what`
+// (hook_executor.cpp): called before `done` is marked finished, so a hook is never lost.
+void journal_hooks_after(const PolicyConfig& policy, Journal& journal, const JournalEntry& done, Action what, WallTime now);
 
 }  // namespace ar::healthd

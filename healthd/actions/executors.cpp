@@ -10,6 +10,7 @@ namespace ar::healthd {
 
 // The executors that are plain functions (actions/executor.hpp), each defined in its own file.
 std::expected<Carried, std::string> carry_out_annotate(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_hook(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_resume(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_signal(const ExecutorServices& services, const JournalEntry& e, WallTime now);
@@ -24,7 +25,7 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
       {Action::requeue, 2, &SlurmActions::do_requeue},        // requeue_executor.cpp
       {.kind = Action::resume, .order = 2, .function = &carry_out_resume},  // resume_executor.cpp
       {.kind = Action::annotate, .order = 2, .function = &carry_out_annotate},  // annotate_executor.cpp
-      {Action::hook, 2, &SlurmActions::do_hook},              // hook_executor.cpp
+      {.kind = Action::hook, .order = 2, .function = &carry_out_hook},  // hook_executor.cpp
       {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
       {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
       {Action::deep_check, 2, &SlurmActions::do_deep_check},  // deep_check_executor.cpp

@@ -17,7 +17,7 @@ constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
 SlurmActions::SlurmActions(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline,
                            HookRunner run_hook)
     : node_(std::move(node)), policy_(std::move(policy)), slurm_(slurm), journal_(journal), timeline_(timeline),
-      run_hook_(std::move(run_hook)) {}
+      programs_(std::move(run_hook)) {}
 
 void SlurmActions::run_due(WallTime now) {
   // Written before done: a decision the journal could not save is kept in memory, but nothing is
@@ -66,7 +66,7 @@ std::expected<bool, std::string> SlurmActions::carry_out(const JournalEntry& e, 
     return true;
   }
   if (executor->carry_out != nullptr) return (this->*executor->carry_out)(e, now);
-  const ExecutorServices services{node_, policy_, slurm_, journal_, timeline_, notices_, owners_};
+  const ExecutorServices services{node_, policy_, slurm_, journal_, timeline_, notices_, owners_, programs_};
   auto carried = executor->function(services, e, now);
   if (!carried) return std::unexpected(carried.error());
   acted_ = carried->acted;
@@ -80,7 +80,7 @@ void SlurmActions::entry_finished(const JournalEntry& e, WallTime now) {
   if (const auto* current = journal_.find(e.id);
       e.kind == Action::requeue && current != nullptr && current->step >= RequeueStep::annotate)
     done = Action::requeue;
-  if (done) queue_hooks(e, *done, now);  // journalled before the entry is marked done: never lost
+  if (done) journal_hooks_after(policy_, journal_, e, *done, now);  // journalled before the entry is marked done: never lost
   notice_done(e, done, now);
   if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
   continue_cure(now);

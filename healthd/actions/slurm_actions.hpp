@@ -60,13 +60,9 @@ std::string reason_needing(std::string base, const std::string& needs);
 // resume cap with its requeues.
 std::uint32_t step_reruns_so_far(const JobInfo& job);
 
-// Runs one hook program: argv (no shell), extra NAME=value environment, deadline.
-using HookRunner = std::function<std::expected<ProcessResult, std::string>(
-    const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout)>;
-
 class SlurmActions {
  public:
-  // `run_hook` empty: run_process.
+  // `run_hook`: how the admin's programs are run (empty: run_process).
   SlurmActions(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline,
                HookRunner run_hook = {});
 
@@ -204,7 +200,6 @@ class SlurmActions {
   // follow_requeued's parts (requeue_executor.cpp).
   bool look_at_followed(Followed& f, WallTime now);
   void running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now);
-  std::expected<bool, std::string> do_hook(const JournalEntry& e, WallTime now);
   // Cure steps (reset_executor.cpp, replace_executor.cpp, deep_check_executor.cpp). A step on a thread
   // of its own is started (nothing: it runs; a value: not started, and the entry's answer now),
   // polled, and its outcome carried out.
@@ -237,9 +232,6 @@ class SlurmActions {
   // A cure step's notice, and its line in the timelines of the jobs the fault ended here.
   void cure_notice(const std::string& message, Action step, WallTime now);
   void cure_timeline(const std::string& what, WallTime now);
-  // Journals the hooks that follow `done`, which carried out `what`.
-  void queue_hooks(const JournalEntry& done, Action what, WallTime now);
-
   // Raises a notice about `e` (its node, job, code) with `message`.
   void notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now);
   // The notice an entry carried out raises, if any.
@@ -250,7 +242,6 @@ class SlurmActions {
   SlurmClient& slurm_;
   Journal& journal_;
   Timeline& timeline_;
-  HookRunner run_hook_;
   std::string withheld_;    // why the last drain was withheld (share limit), for status
   std::string overridden_;  // the fault code under which the node was found back in service
   bool journal_unwritable_ = false;
@@ -264,18 +255,11 @@ class SlurmActions {
   // What the entry being carried out did on Slurm in this pass (drain, reboot, resume, signal); unset
   // when it found nothing to do (drained by an admin, withheld, already resumed): no hook then.
   std::optional<Action> acted_;
-  // A program's run (an admin's hook, a deep check): its result, or why it did not run.
-  using ProgramRun = std::expected<ProcessResult, std::string>;
-  static ProgramRun program_threw(const std::string& what) { return std::unexpected(what); }
   static GpuResetOutcome reset_threw(const std::string& what) { return {GpuResetOutcome::Kind::failed, what}; }
-  // Running on threads of their own, by journal entry (background_runs.hpp).
-  BackgroundRuns<ProgramRun> hooks_running_{program_threw};
-  BackgroundRuns<ProgramRun> deep_checks_running_{program_threw};
+  // Running on threads of their own, by journal entry: the admin's programs (hooks, deep checks;
+  // program_runs.hpp) and GPU resets (background_runs.hpp).
+  ProgramRuns programs_;
   BackgroundRuns<GpuResetOutcome> resets_running_{reset_threw};
-  // Starts a program (a hook, a deep check) through run_hook_ for entry `id` in `runs`.
-  std::expected<void, std::string> start_program(BackgroundRuns<ProgramRun>& runs, std::uint64_t id,
-                                                 std::vector<std::string> argv, std::vector<std::string> env,
-                                                 std::chrono::milliseconds timeout);
   NoticeSink* notices_ = nullptr;
   std::uint32_t failing_after_ = 3;
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an
