@@ -1,10 +1,12 @@
 // The executors: for each kind of journal entry (vocabulary/action.hpp, kEntryKinds), the function
 // (actions/executor.hpp) or the member of SlurmActions that carries it out, each in a file of its
-// own (actions/*_executor.cpp). One explicit list, like the checks' (checks/registry.cpp). Adding an
-// entry kind: ARCHITECTURE.md, "Add an action".
+// own (actions/*_executor.cpp), and the policy rule that decides it from each sweep where one does so
+// on its own (policy/sweep_rule.hpp). One explicit list, like the checks' (checks/registry.cpp).
+// Adding an entry kind: ARCHITECTURE.md, "Add an action".
 #include <algorithm>
 
 #include "actions/slurm_actions.hpp"
+#include "policy/notify_policy.hpp"
 
 namespace ar::healthd {
 
@@ -29,7 +31,8 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
       {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
       {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
       {Action::deep_check, 2, &SlurmActions::do_deep_check},  // deep_check_executor.cpp
-      {.kind = Action::notify_only, .order = 2, .function = &carry_out_notify, .needs_slurm = false},  // notify_executor.cpp
+      {.kind = Action::notify_only, .order = 2, .function = &carry_out_notify, .needs_slurm = false,
+       .sweep_rule = &policy::notify_rule},  // notify_executor.cpp, policy/notify_policy.cpp
   };
   return table;
 }

@@ -40,6 +40,7 @@
 #include "state/timeline.hpp"
 #include "policy/requeue_policy.hpp"
 #include "policy/share_policy.hpp"
+#include "policy/sweep_rule.hpp"
 #include "vocabulary/fault_codes.hpp"
 #include "vocabulary/notice.hpp"
 
@@ -124,6 +125,9 @@ class SlurmActions {
     CarryOut carry_out = nullptr;
     ExecutorFunction function = nullptr;
     bool needs_slurm = true;  // false: carried out while slurmctld is not answering too
+    // The policy rule that journals this kind from each sweep, where one decides it on its own
+    // (policy/sweep_rule.hpp); the responder asks it. Unset: the responder's own judgment does.
+    policy::SweepRuleMaker sweep_rule = nullptr;
   };
   static const std::vector<Executor>& executors();
   // nullptr: no executor (what a fault calls for, warn or reboot, is never an entry of its own).

@@ -8,7 +8,6 @@
 
 #include "auto_resume/job_comment.hpp"
 #include "engine/cure_plan.hpp"
-#include "policy/notify_policy.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -43,6 +42,8 @@ Responder::Responder(std::string node, PolicyConfig policy, SlurmClient& slurm, 
     faulty_ = true;
     fault_code_ = own->code;
   }
+  for (const auto& x : SlurmActions::executors())
+    if (x.sweep_rule != nullptr) sweep_rules_.push_back(x.sweep_rule());
 }
 
 void Responder::journal(JournalEntry e) {
@@ -147,18 +148,10 @@ std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs
   return confirmed;
 }
 
-void Responder::tell_notify_only(const std::vector<CheckResult>& results, WallTime now, bool full_pass) {
-  std::vector<policy::NotifyFinding> found;
-  for (const auto& r : results)
-    if (r.action == Action::notify_only && r.status == Status::warn)
-      found.push_back({fault_code_text(r.code), fault_message_text(r.message)});
-  auto decision = policy::decide_notify(found, notify_open_, full_pass);
-  notify_open_ = std::move(decision.open);
-  for (auto& f : decision.tell) {
-    JournalEntry e = entry(Action::notify_only, std::move(f.code), now);
-    e.reason = std::move(f.message);
-    journal(std::move(e));
-  }
+void Responder::ask_sweep_rules(const std::vector<CheckResult>& results, WallTime now, bool full_pass) {
+  const policy::SweepFacts sweep{results, full_pass, now, node_};
+  for (auto& rule : sweep_rules_)
+    for (auto& e : rule->judge(sweep)) journal(std::move(e));
 }
 
 void Responder::act_on_stall(const StallEvent& stall, WallTime now) {
@@ -176,7 +169,7 @@ void Responder::act_on_stall(const StallEvent& stall, WallTime now) {
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
                          const std::optional<StepFailure>& trigger, WallTime now, bool full_pass) {
   actions_.set_jobs_here(jobs.size());
-  tell_notify_only(results, now, full_pass);
+  ask_sweep_rules(results, now, full_pass);
   const auto stalls = poll_stalls(jobs, now, full_pass);
   auto fault = worst_fault(results);
   if (fault) {

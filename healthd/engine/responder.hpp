@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,6 +44,7 @@
 #include "checks/check.hpp"
 #include "config/config.hpp"
 #include "engine/stall_watch.hpp"
+#include "policy/sweep_rule.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
 
@@ -153,8 +155,8 @@ class Responder {
   // answered, for on_sweep to act on when this node is healthy.
   std::vector<StallEvent> poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass);
   void act_on_stall(const StallEvent& stall, WallTime now);
-  // The faults calling for notify_only: a notify_only entry for each new episode (policy/notify_policy.hpp).
-  void tell_notify_only(const std::vector<CheckResult>& results, WallTime now, bool full_pass);
+  // Asks each sweep rule of the executors' registry (policy/sweep_rule.hpp) and journals what it answers.
+  void ask_sweep_rules(const std::vector<CheckResult>& results, WallTime now, bool full_pass);
   std::string drain_reason(const CheckResult& fault, bool held) const;
 
   std::string node_;
@@ -166,8 +168,9 @@ class Responder {
   std::uint32_t healthy_passes_ = 0;
   std::optional<WallTime> last_healthy_pass_;
   std::set<std::string> reported_;  // report_only: what this episode already said it would do
-  // The notify_only faults told in their current episode (lost on a restart: told once more then).
-  std::set<std::string> notify_open_;
+  // The rules that decide an action of their own from each sweep (notify_only's), made from the
+  // executors' registry; each remembers its own episodes (lost on a restart).
+  std::vector<std::unique_ptr<policy::SweepRule>> sweep_rules_;
   NoticeSink* notices_ = nullptr;
   StallWatch stall_watch_{
       [](const std::string& path, std::uint32_t uid) { return read_heartbeat_as_owner(path, uid); }};

@@ -1,5 +1,7 @@
 #include "policy/notify_policy.hpp"
 
+#include "text/text.hpp"
+
 namespace ar::healthd::policy {
 
 NotifyDecision decide_notify(const std::vector<NotifyFinding>& found, const std::set<std::string>& open, bool full_pass) {
@@ -12,5 +14,38 @@ NotifyDecision decide_notify(const std::vector<NotifyFinding>& found, const std:
   }
   return d;
 }
+
+namespace {
+
+class NotifyRule final : public SweepRule {
+ public:
+  std::vector<JournalEntry> judge(const SweepFacts& sweep) override {
+    std::vector<NotifyFinding> found;
+    for (const auto& r : sweep.results)
+      if (r.action == Action::notify_only && r.status == Status::warn)
+        found.push_back({fault_code_text(r.code), fault_message_text(r.message)});
+    auto decision = decide_notify(found, open_, sweep.full_pass);
+    open_ = std::move(decision.open);
+    std::vector<JournalEntry> entries;
+    for (auto& f : decision.tell) {
+      JournalEntry e;
+      e.kind = Action::notify_only;
+      e.node = sweep.node;
+      e.code = std::move(f.code);
+      e.reason = std::move(f.message);
+      e.created = sweep.now;
+      e.next_try = sweep.now;
+      entries.push_back(std::move(e));
+    }
+    return entries;
+  }
+
+ private:
+  std::set<std::string> open_;  // the episodes told, still open (a restart tells them once more)
+};
+
+}  // namespace
+
+std::unique_ptr<SweepRule> notify_rule() { return std::make_unique<NotifyRule>(); }
 
 }  // namespace ar::healthd::policy

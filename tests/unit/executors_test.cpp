@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "actions/slurm_actions.hpp"
+#include "checks/check.hpp"
 
 namespace ar::healthd {
 namespace executors_test {
@@ -57,6 +58,39 @@ TEST(Executors, SignalsGoFirstInAPassThenDrainsThenTheRest) {
     if (kind == Action::signal || kind == Action::drain) continue;
     EXPECT_GT(SlurmActions::executor_for(kind)->order, drain) << to_string(kind);
   }
+}
+
+TEST(Executors, ASweepRuleJournalsOnlyItsOwnRowsKind) {
+  // A sweep in which every action a fault may call for is found, on each severity: each rule
+  // answers entries of its own kind only, for this node, due now.
+  std::vector<CheckResult> results;
+  for (const auto& [action, name] : kActionNames)
+    for (Status status : {Status::warn, Status::fault}) {
+      CheckResult r;
+      r.check = "c";
+      r.status = status;
+      r.action = action;
+      r.code = "CODE-" + std::string(name);
+      r.message = "found";
+      results.push_back(r);
+    }
+  const std::string node = "n1";
+  const WallTime now{std::chrono::seconds(1000)};
+  std::size_t rules = 0;
+  for (const auto& x : SlurmActions::executors()) {
+    if (x.sweep_rule == nullptr) continue;
+    ++rules;
+    auto rule = x.sweep_rule();
+    auto entries = rule->judge({results, true, now, node});
+    EXPECT_FALSE(entries.empty()) << to_string(x.kind);
+    for (const auto& e : entries) {
+      EXPECT_EQ(e.kind, x.kind);
+      EXPECT_EQ(e.node, node);
+      EXPECT_EQ(e.next_try, now);
+    }
+  }
+  EXPECT_GE(rules, 1U);  // notify_only's
+  EXPECT_NE(SlurmActions::executor_for(Action::notify_only)->sweep_rule, nullptr);
 }
 
 }  // namespace executors_test
