@@ -3,7 +3,8 @@
 // the journal; each step is a journal entry like any action, so a daemon killed in the middle of a
 // step does it again after its restart (a GPU reset or a deep check twice is harmless) and never
 // skips it. A step runs once the drain it follows is carried out; the next step starts when one
-// fails, or when the responder finds the same fault again after it (fault_seen).
+// fails, or when the responder finds the same fault again after it (fault_seen). What the chain does
+// next is policy/cure_policy.hpp's decision; here it is asked and carried out.
 //
 // A step whose means are missing here (no reset command, no RebootProgram in Slurm's config, no
 // replace hook) did not run, so it says nothing about the fault: it is not a failed step. The chain
@@ -15,6 +16,7 @@
 
 #include "actions/slurm_actions.hpp"
 #include "config/fields.hpp"
+#include "policy/cure_policy.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -172,36 +174,34 @@ void SlurmActions::start_step(WallTime now) {
 void SlurmActions::next_cure_step(const std::string& why, WallTime now) {
   auto& own = journal_.own_drain();
   if (!own || !own->cure) return;
-  auto& c = *own->cure;
-  const Action was = c.current();
+  const Action was = own->cure->current();
   spdlog::warn("node {}: cure of {}: {} did not cure it: {}", node_, own->code, to_string(was), why);
   cure_notice(to_string(was) + " did not cure " + own->code + ": " + why, was, now);
-  ++c.step;
-  c.last = to_string(was) + ": " + why;
-  c.since = now;
-  if (c.at_end()) {
-    c.phase = CureProgress::Phase::exhausted;
+  own->cure = policy::after_failed_step(*own->cure, why, now);
+  if (own->cure->phase == CureProgress::Phase::exhausted) {
     own->held = true;  // nothing healthd knows cures it: the node waits for an admin
     spdlog::error("node {}: cure of {}: every step ({}) was tried; the node stays out until an admin resumes it", node_,
-                  own->code, chain_text(c.chain));
-    cure_notice("every step of the cure (" + chain_text(c.chain) + ") was tried: node " + node_ +
+                  own->code, chain_text(own->cure->chain));
+    cure_notice("every step of the cure (" + chain_text(own->cure->chain) + ") was tried: node " + node_ +
                     " stays out until an admin resumes it",
                 Action::none, now);
-    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
-    return;
+  } else {
+    start_step(now);
   }
-  c.phase = CureProgress::Phase::pending;
-  start_step(now);
   if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
-bool SlurmActions::reboot_over(const CureProgress& c) {
-  if (!boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id) return true;
-  // The same boot (a reboot program that restarts slurmd only, or an admin who cancelled the reboot):
-  // over once Slurm no longer has it pending (the node is back, still drained), or the node is back in
-  // service (an admin resumed it).
-  auto info = slurm_.node(node_);
-  return info && (!info->reboot_pending() || !info->drained_or_draining());
+policy::NodeSighting SlurmActions::sight_node(const CureProgress& c) {
+  policy::NodeSighting seen;
+  seen.rebooted = !boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id;
+  // A new boot settles both questions asked of Slurm here (back in service? the reboot over?).
+  if (seen.rebooted) return seen;
+  if (auto info = slurm_.node(node_)) {
+    seen.slurm_answered = true;
+    seen.drained = info->drained_or_draining();
+    seen.reboot_pending = info->reboot_pending();
+  }
+  return seen;
 }
 
 void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now) {
@@ -210,54 +210,34 @@ void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now
   if (!own || !own->cure || own->code != code || cure_entry_pending()) return;
   auto& c = *own->cure;
   c.deep_checked = false;  // a deep check passed before the fault came back says nothing
-  if (c.phase == CureProgress::Phase::exhausted || c.phase == CureProgress::Phase::cannot_run) return;
-  // Back in service without a reboot of ours (an admin resumed it): the admin's decision overrides
-  // the cure, as it overrides a drain; the fault is not acted on again (status: override).
-  const bool rebooted = !boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id;
-  if (auto info = slurm_.node(node_); info && !info->drained_or_draining() && !info->reboot_pending() && !rebooted) {
-    spdlog::warn("node {}: back in service during the cure of {} ({}): the cure ends there", node_, code, chain_text(c.chain));
-    overridden_ = code;
-    own.reset();
-    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
-    return;
-  }
-  switch (c.phase) {
-    case CureProgress::Phase::pending:
-      // Found before its first step ran (a restart between the drain and the step).
+  if (policy::chain_stopped(c)) return;
+  const auto decision = policy::when_fault_found(c, sight_node(c), at > c.since);
+  switch (decision.move) {
+    case policy::CureMove::stay: return;
+    case policy::CureMove::admin_took_over:
+      // The fault is not acted on again (status: override).
+      spdlog::warn("node {}: back in service during the cure of {} ({}): the cure ends there", node_, code, chain_text(c.chain));
+      overridden_ = code;
+      own.reset();
+      break;
+    case policy::CureMove::run_step:
+      c.phase = CureProgress::Phase::pending;
       start_step(now);
-      if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
-      return;
-    case CureProgress::Phase::running:
-      if (c.current() == Action::reboot && at > c.since && reboot_over(c)) next_cure_step("the fault is still there after the reboot", now);
-      else if (c.current() != Action::reboot) {
-        // Running with no entry journalled: the daemon stopped between the two; the step runs again.
-        c.phase = CureProgress::Phase::pending;
-        start_step(now);
-      }
-      return;
-    case CureProgress::Phase::verifying:
-      if (at > c.since) next_cure_step("the fault was found again after it", now);
-      return;
-    case CureProgress::Phase::failed: {
-      const std::string why = c.last;
-      next_cure_step(why, now);
-      return;
-    }
-    case CureProgress::Phase::exhausted:
-    case CureProgress::Phase::cannot_run: return;
+      break;
+    case policy::CureMove::next_step: next_cure_step(decision.why, now); return;
   }
+  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
 void SlurmActions::healthy_seen(WallTime now) {
   auto& own = journal_.own_drain();
   if (!own || !own->cure || cure_entry_pending()) return;
   auto& c = *own->cure;
-  if (c.phase == CureProgress::Phase::running && c.current() == Action::reboot && reboot_over(c)) {
-    c.phase = CureProgress::Phase::verifying;
-    c.since = now;
-    c.last = "rebooted";
-    if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
-  }
+  if (!policy::waiting_on_reboot(c) || !policy::reboot_over(sight_node(c))) return;
+  c.phase = CureProgress::Phase::verifying;
+  c.since = now;
+  c.last = "rebooted";
+  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
 void SlurmActions::cure_notice(const std::string& message, Action step, WallTime now) {

@@ -38,6 +38,7 @@
 #include "runtime/backoff.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
+#include "policy/cure_policy.hpp"
 #include "policy/requeue_policy.hpp"
 #include "policy/share_policy.hpp"
 #include "policy/sweep_rule.hpp"
@@ -230,8 +231,9 @@ class SlurmActions {
   void start_step(WallTime now);
   // The current step failed or did not cure (`why`): the next one starts, or the chain is exhausted.
   void next_cure_step(const std::string& why, WallTime now);
-  // Whether a reboot asked for in this cure has happened (a new boot, or Slurm no longer has it pending).
-  bool reboot_over(const CureProgress& c);
+  // What Slurm shows of this node for the cure's decisions (policy/cure_policy.hpp), asked only when
+  // this boot is the one the cure's reboot was asked in.
+  policy::NodeSighting sight_node(const CureProgress& c);
   bool cure_entry_pending() const;
   // A cure step's notice, and its line in the timelines of the jobs the fault ended here.
   void cure_notice(const std::string& message, Action step, WallTime now);
