@@ -240,19 +240,29 @@ void SlurmActions::healthy_seen(WallTime now) {
   if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
-void SlurmActions::cure_notice(const std::string& message, Action step, WallTime now) {
-  JournalEntry about;
-  about.node = node_;
-  about.code = journal_.own_drain() ? journal_.own_drain()->code : std::string();
-  notice(NoticeKind::cure, about, message, step == Action::none ? "none" : to_string(step), now);
-  cure_timeline(message, now);
-}
+namespace {
 
-void SlurmActions::cure_timeline(const std::string& what, WallTime now) {
-  const auto& own = journal_.own_drain();
+void record_cure(const ExecutorServices& services, const std::string& what, WallTime now) {
+  const auto& own = services.journal.own_drain();
   if (!own || !own->cure) return;
   // The jobs the fault ended here see what became of the node (healthctl explain).
-  for (auto job : own->cure->jobs) timeline_.record(job, {now, node_, "node cure", sanitize(what, 300)});
+  for (auto job : own->cure->jobs) services.timeline.record(job, {now, services.node, "node cure", sanitize(what, 300)});
 }
+
+}  // namespace
+
+void cure_notice(const ExecutorServices& services, const std::string& message, Action step, WallTime now) {
+  JournalEntry about;
+  about.node = services.node;
+  about.code = services.journal.own_drain() ? services.journal.own_drain()->code : std::string();
+  raise_notice(services, NoticeKind::cure, about, message, step == Action::none ? "none" : to_string(step), now);
+  record_cure(services, message, now);
+}
+
+void SlurmActions::cure_notice(const std::string& message, Action step, WallTime now) {
+  ar::healthd::cure_notice(services(), message, step, now);
+}
+
+void SlurmActions::cure_timeline(const std::string& what, WallTime now) { record_cure(services(), what, now); }
 
 }  // namespace ar::healthd

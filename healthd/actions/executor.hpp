@@ -5,6 +5,7 @@
 // registry, and the class that runs the journal (slurm_actions.hpp) does not change when one is added.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <expected>
 #include <map>
@@ -34,6 +35,7 @@ struct ExecutorServices {
   NoticeSink* notices;  // nullptr: none are raised
   JobOwners& owners;
   ProgramRuns& programs;  // the admin's programs running for entries (a hook, a deep check)
+  std::size_t jobs_here = 0;  // jobs running on this node (the registry, at the last sweep)
 };
 
 // What carrying out an entry came to: finished (done, or nothing left to do) or waiting (the executor
@@ -56,6 +58,14 @@ using ExecutorFunction = std::expected<Carried, std::string> (*)(const ExecutorS
 // (else it is read). A job gone is nothing left to annotate.
 std::expected<void, std::string> annotate_job(SlurmClient& slurm, std::uint32_t job_id, const std::string& line,
                                               const std::optional<std::string>& current = std::nullopt);
+
+// Raises a notice about `e` (its node, job, code; the job's owner where known, the admin who asked
+// for an admin's entry) with `message`; nothing where no notices are raised.
+void raise_notice(const ExecutorServices& services, NoticeKind kind, const JournalEntry& e, std::string message,
+                  std::string action, WallTime now);
+// A cure step's notice (kind cure, about healthd's own drain), and its line in the timelines of the
+// jobs the fault ended here (cure_actions.cpp). `step` none: about the chain as a whole.
+void cure_notice(const ExecutorServices& services, const std::string& message, Action step, WallTime now);
 
 // Journals the admin's hooks ([[policy.hook]] `on`) that follow `done`, which carried out `what`
 // (hook_executor.cpp): called before `done` is marked finished, so a hook is never lost.

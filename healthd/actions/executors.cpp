@@ -12,6 +12,7 @@ namespace ar::healthd {
 
 // The executors that are plain functions (actions/executor.hpp), each defined in its own file.
 std::expected<Carried, std::string> carry_out_annotate(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_deep_check(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_hook(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_resume(const ExecutorServices& services, const JournalEntry& e, WallTime now);
@@ -30,7 +31,7 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
       {.kind = Action::hook, .order = 2, .function = &carry_out_hook},  // hook_executor.cpp
       {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
       {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
-      {Action::deep_check, 2, &SlurmActions::do_deep_check},  // deep_check_executor.cpp
+      {.kind = Action::deep_check, .order = 2, .function = &carry_out_deep_check},  // deep_check_executor.cpp
       {.kind = Action::notify_only, .order = 2, .function = &carry_out_notify, .needs_slurm = false,
        .sweep_rule = &policy::notify_rule},  // notify_executor.cpp, policy/notify_policy.cpp
   };

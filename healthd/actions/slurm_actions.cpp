@@ -66,8 +66,7 @@ std::expected<bool, std::string> SlurmActions::carry_out(const JournalEntry& e, 
     return true;
   }
   if (executor->carry_out != nullptr) return (this->*executor->carry_out)(e, now);
-  const ExecutorServices services{node_, policy_, slurm_, journal_, timeline_, notices_, owners_, programs_};
-  auto carried = executor->function(services, e, now);
+  auto carried = executor->function(services(), e, now);
   if (!carried) return std::unexpected(carried.error());
   acted_ = carried->acted;
   admin_outcome_ = carried->admin_outcome;
@@ -141,14 +140,15 @@ bool SlurmActions::slurm_ready(WallTime now) {
   return false;
 }
 
-void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now) {
-  if (notices_ == nullptr) return;
+void raise_notice(const ExecutorServices& services, NoticeKind kind, const JournalEntry& e, std::string message,
+                  std::string action, WallTime now) {
+  if (services.notices == nullptr) return;
   Notice n;
   n.kind = kind;
   n.at = now;
-  n.node = e.node.empty() ? node_ : e.node;
+  n.node = e.node.empty() ? services.node : e.node;
   n.job_id = e.job_id;
-  if (auto owner = owners_.find(e.job_id); e.job_id != 0 && owner != owners_.end()) n.uid = owner->second;
+  if (auto owner = services.owners.find(e.job_id); e.job_id != 0 && owner != services.owners.end()) n.uid = owner->second;
   if (e.admin) {
     n.uid = e.by_uid;  // the admin who asked, and which request this answers
     n.request = e.request;
@@ -157,7 +157,15 @@ void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string me
   n.code = e.code;
   n.message = sanitize(message, 1000);
   n.action = std::move(action);
-  notices_->notify(n);
+  services.notices->notify(n);
+}
+
+void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now) {
+  raise_notice(services(), kind, e, std::move(message), std::move(action), now);
+}
+
+ExecutorServices SlurmActions::services() {
+  return {node_, policy_, slurm_, journal_, timeline_, notices_, owners_, programs_, jobs_here_};
 }
 
 void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now) {

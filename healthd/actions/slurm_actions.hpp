@@ -205,17 +205,14 @@ class SlurmActions {
   // follow_requeued's parts (requeue_executor.cpp).
   bool look_at_followed(Followed& f, WallTime now);
   void running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now);
-  // Cure steps (reset_executor.cpp, replace_executor.cpp, deep_check_executor.cpp). A step on a thread
-  // of its own is started (nothing: it runs; a value: not started, and the entry's answer now),
-  // polled, and its outcome carried out.
+  // Cure steps (reset_executor.cpp, replace_executor.cpp). A step on a thread of its own is started
+  // (nothing: it runs; a value: not started, and the entry's answer now), polled, and its outcome
+  // carried out.
   std::expected<bool, std::string> do_reset(const JournalEntry& e, WallTime now);
   std::expected<std::optional<bool>, std::string> reset_start(const JournalEntry& e, WallTime now);
   std::expected<bool, std::string> reset_finished(const JournalEntry& e, const GpuResetOutcome& result, WallTime now);
   bool reset_failed(const JournalEntry& e, const std::string& why);
   std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> do_deep_check(const JournalEntry& e, WallTime now);
-  std::expected<std::optional<bool>, std::string> deep_check_start(const JournalEntry& e, WallTime now);
-  void deep_check_finished(const JournalEntry& e, const std::expected<ProcessResult, std::string>& run, WallTime now);
   // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure. A reboot
   // asked for and refused: `reboot_error` says why, `cannot_reboot` when the cluster cannot reboot at
   // all (no RebootProgram: the step cannot run here), `reboot_later` when Slurm did not answer (the
@@ -238,7 +235,9 @@ class SlurmActions {
   // A cure step's notice, and its line in the timelines of the jobs the fault ended here.
   void cure_notice(const std::string& message, Action step, WallTime now);
   void cure_timeline(const std::string& what, WallTime now);
-  // Raises a notice about `e` (its node, job, code) with `message`.
+  // What the executors that are plain functions see (actions/executor.hpp).
+  ExecutorServices services();
+  // Raises a notice about `e` (its node, job, code) with `message` (raise_notice).
   void notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now);
   // The notice an entry carried out raises, if any.
   void notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now);
