@@ -43,8 +43,8 @@ std::string reason_needing(std::string base, const std::string& needs) {
   return truncate_utf8(std::move(base), tail.size() < kMax ? kMax - tail.size() : 0) + tail;
 }
 
-void SlurmActions::cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now) {
-  auto& own = journal_.own_drain();
+void hold_cannot_run(const ExecutorServices& services, const CannotRun& missing, const std::string& reason, WallTime now) {
+  auto& own = services.journal.own_drain();
   if (!own || !own->cure) return;
   auto& c = *own->cure;
   const Action step = c.current();
@@ -54,11 +54,16 @@ void SlurmActions::cannot_run_here(const CannotRun& missing, const std::string& 
   own->reason = reason;
   own->held = true;  // what it needs is an admin's to provide; healthd does not return it itself
   spdlog::error("node {}: cure of {}: {} cannot run here ({}); the node stays drained until an admin resumes it",
-                node_, own->code, to_string(step), missing.why);
-  cure_notice(to_string(step) + " cannot run here: " + missing.why + "; node " + node_ +
+                services.node, own->code, to_string(step), missing.why);
+  cure_notice(services,
+              to_string(step) + " cannot run here: " + missing.why + "; node " + services.node +
                   " stays drained until an admin resumes it (" + missing.needs + ")",
               step, now);
-  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+  if (auto r = services.journal.save(); !r) spdlog::error("journal: {}", r.error());
+}
+
+void SlurmActions::cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now) {
+  hold_cannot_run(services(), missing, reason, now);
 }
 
 void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now,

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "actions/gpu_reset.hpp"
 #include "actions/program_runs.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
@@ -35,6 +36,7 @@ struct ExecutorServices {
   NoticeSink* notices;  // nullptr: none are raised
   JobOwners& owners;
   ProgramRuns& programs;  // the admin's programs running for entries (a hook, a deep check)
+  GpuResets& resets;      // how GPUs are reset, and the resets running for entries
   std::size_t jobs_here = 0;  // jobs running on this node (the registry, at the last sweep)
 };
 
@@ -66,6 +68,10 @@ void raise_notice(const ExecutorServices& services, NoticeKind kind, const Journ
 // A cure step's notice (kind cure, about healthd's own drain), and its line in the timelines of the
 // jobs the fault ended here (cure_actions.cpp). `step` none: about the chain as a whole.
 void cure_notice(const ExecutorServices& services, const std::string& message, Action step, WallTime now);
+
+// The cure's current step cannot run here (`missing`): the chain stops, the node is held for an admin
+// with a reason that says what it needs (`reason`, already set on Slurm by the caller).
+void hold_cannot_run(const ExecutorServices& services, const CannotRun& missing, const std::string& reason, WallTime now);
 
 // Journals the admin's hooks ([[policy.hook]] `on`) that follow `done`, which carried out `what`
 // (hook_executor.cpp): called before `done` is marked finished, so a hook is never lost.

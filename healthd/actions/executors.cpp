@@ -15,6 +15,7 @@ std::expected<Carried, std::string> carry_out_annotate(const ExecutorServices& s
 std::expected<Carried, std::string> carry_out_deep_check(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_hook(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_reset(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_resume(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_signal(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 
@@ -29,7 +30,7 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
       {.kind = Action::resume, .order = 2, .function = &carry_out_resume},  // resume_executor.cpp
       {.kind = Action::annotate, .order = 2, .function = &carry_out_annotate},  // annotate_executor.cpp
       {.kind = Action::hook, .order = 2, .function = &carry_out_hook},  // hook_executor.cpp
-      {Action::reset_gpu, 2, &SlurmActions::do_reset},        // reset_executor.cpp
+      {.kind = Action::reset_gpu, .order = 2, .function = &carry_out_reset},  // reset_executor.cpp
       {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
       {.kind = Action::deep_check, .order = 2, .function = &carry_out_deep_check},  // deep_check_executor.cpp
       {.kind = Action::notify_only, .order = 2, .function = &carry_out_notify, .needs_slurm = false,

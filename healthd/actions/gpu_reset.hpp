@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "actions/background_runs.hpp"
 #include "collectors/gpu_snapshot.hpp"
 #include "config/cure_config.hpp"
 
@@ -44,5 +45,15 @@ GpuResetOutcome reset_gpus(const CureConfig& config, const std::vector<std::stri
 // How slurm_actions resets GPUs: reset_gpus with the node's inspector, or a test's fake.
 using GpuResetter = std::function<GpuResetOutcome(const CureConfig& config, const std::vector<std::string>& gpus,
                                                   const std::string& node)>;
+
+// What the reset executor (reset_executor.cpp) uses: how GPUs are reset, what a reset that may have
+// cured fault `code` asks of the engine (the checks forget what they remember of it), and the resets
+// running on threads of their own, by journal entry.
+struct GpuResets {
+  GpuResetter reset;                                // empty: reset_gpus without looking at NVML
+  std::function<void(const std::string& code)> cured;  // empty: nothing to forget
+  BackgroundRuns<GpuResetOutcome> runs{
+      [](const std::string& what) { return GpuResetOutcome{GpuResetOutcome::Kind::failed, what}; }};
+};
 
 }  // namespace ar::healthd

@@ -165,7 +165,7 @@ void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string me
 }
 
 ExecutorServices SlurmActions::services() {
-  return {node_, policy_, slurm_, journal_, timeline_, notices_, owners_, programs_, jobs_here_};
+  return {node_, policy_, slurm_, journal_, timeline_, notices_, owners_, programs_, resets_, jobs_here_};
 }
 
 void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now) {

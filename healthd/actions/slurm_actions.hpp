@@ -81,8 +81,8 @@ class SlurmActions {
   // cured fault `code` (a GPU reset): the checks forget what they remember of it, and the node is
   // judged again. `boot_id`: this boot's id, to tell a reboot asked for from one that happened.
   void set_cure(GpuResetter reset, std::function<void(const std::string& code)> cured, std::string boot_id) {
-    reset_gpus_ = std::move(reset);
-    cured_ = std::move(cured);
+    resets_.reset = std::move(reset);
+    resets_.cured = std::move(cured);
     boot_id_ = std::move(boot_id);
   }
   // The responder found fault `code` standing at `at` (a sweep's result): a step carried out before
@@ -205,13 +205,7 @@ class SlurmActions {
   // follow_requeued's parts (requeue_executor.cpp).
   bool look_at_followed(Followed& f, WallTime now);
   void running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now);
-  // Cure steps (reset_executor.cpp, replace_executor.cpp). A step on a thread of its own is started
-  // (nothing: it runs; a value: not started, and the entry's answer now), polled, and its outcome
-  // carried out.
-  std::expected<bool, std::string> do_reset(const JournalEntry& e, WallTime now);
-  std::expected<std::optional<bool>, std::string> reset_start(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> reset_finished(const JournalEntry& e, const GpuResetOutcome& result, WallTime now);
-  bool reset_failed(const JournalEntry& e, const std::string& why);
+  // The cure's replace step (replace_executor.cpp): it may drain the node again, within the share.
   std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
   // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure. A reboot
   // asked for and refused: `reboot_error` says why, `cannot_reboot` when the cluster cannot reboot at
@@ -219,8 +213,7 @@ class SlurmActions {
   // step is asked again).
   void own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now,
                       bool cannot_reboot = false, bool reboot_later = false);
-  // The cure's current step cannot run here (`missing`): the chain stops, the node is held for an
-  // admin with a reason that says what it needs (`reason`, already set on Slurm by the caller).
+  // hold_cannot_run (actions/executor.hpp).
   void cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now);
   // After an entry finished: the cure's first step, or the next one after a failed step.
   void continue_cure(WallTime now);
@@ -260,11 +253,10 @@ class SlurmActions {
   // What the entry being carried out did on Slurm in this pass (drain, reboot, resume, signal); unset
   // when it found nothing to do (drained by an admin, withheld, already resumed): no hook then.
   std::optional<Action> acted_;
-  static GpuResetOutcome reset_threw(const std::string& what) { return {GpuResetOutcome::Kind::failed, what}; }
   // Running on threads of their own, by journal entry: the admin's programs (hooks, deep checks;
   // program_runs.hpp) and GPU resets (background_runs.hpp).
   ProgramRuns programs_;
-  BackgroundRuns<GpuResetOutcome> resets_running_{reset_threw};
+  GpuResets resets_;
   NoticeSink* notices_ = nullptr;
   std::uint32_t failing_after_ = 3;
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an
@@ -273,8 +265,6 @@ class SlurmActions {
   // What an admin's drain or resume came to when it did nothing on Slurm, for its notice.
   std::string admin_outcome_;
   std::size_t jobs_here_ = 0;
-  GpuResetter reset_gpus_;
-  std::function<void(const std::string&)> cured_;
   std::string boot_id_;
 };
 

@@ -2,13 +2,9 @@
 // executors' services: the admin's long test of a node healthd holds out, only once its jobs left,
 // run on a thread of its own and polled, never waited for; its failure keeps the node out, held,
 // with the test's first line as the reason; a node back in service is not healthd's to test.
-#include <atomic>
-#include <thread>
-
 #include <gtest/gtest.h>
 
-#include "actions/executor.hpp"
-#include "responder_fixture.hpp"
+#include "executor_fixture.hpp"
 
 using namespace ar::healthd;
 using namespace ar::healthd::test;
@@ -20,57 +16,13 @@ std::expected<Carried, std::string> carry_out_deep_check(const ExecutorServices&
 
 namespace deep_check_executor_test {
 
-struct DeepCheckFixture {
-  ar::test::TempDir dir;
-  FakeSlurm slurm;
-  Journal journal{dir / "journal.json"};
-  Timeline timeline{dir / "timeline.json"};
-  RecordedNotices notices;
-  JobOwners owners;
-  PolicyConfig policy;
-  std::vector<std::vector<std::string>> runs;  // argv of each program started
-  std::vector<std::vector<std::string>> envs;
-  ProcessResult answer{0, false, false, false, "all tests passed\n", ""};
-  std::atomic<bool> release{true};  // false: the program runs until set
-  ProgramRuns programs{[this](const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds)
-                           -> std::expected<ProcessResult, std::string> {
-    runs.push_back(argv);
-    envs.push_back(env);
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-    return answer;
-  }};
-  std::size_t jobs_here = 0;
-  const std::string node = "n2";  // the services hold a reference to it
-  const WallTime now{std::chrono::seconds(100000)};
+struct DeepCheckFixture : ExecutorFixture {
   JournalEntry entry;
-
   DeepCheckFixture() {
     policy.cure.deep_check = {"/usr/local/bin/nccl-test", "%n"};
-    slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "healthd: GPU-XID-79: fallen off the bus", {"debug"}, true};
-    journal.own_drain() = OwnDrain{"GPU-XID-79", "healthd: GPU-XID-79: fallen off the bus", now, false, false, CureProgress{},
-                                   std::nullopt};
-    JournalEntry e;
-    e.kind = Action::deep_check;
-    e.node = "n2";
-    e.code = "GPU-XID-79";
-    e.reason = "healthd: GPU-XID-79: fallen off the bus";
-    e.created = now;
-    e.next_try = now;
-    entry = e;
-    entry.id = *journal.add(e);
+    entry = journalled(Action::deep_check);
   }
-  ExecutorServices services() {
-    return {node, policy, slurm, journal, timeline, &notices, owners, programs, jobs_here};
-  }
-  // Carries the entry out until it is no longer waiting for its run, 5 s at most.
-  std::expected<Carried, std::string> carry_until_done() {
-    for (int i = 0; i < 5000; ++i) {
-      auto r = carry_out_deep_check(services(), entry, now);
-      if (!r || r->finished) return r;
-      std::this_thread::sleep_for(1ms);
-    }
-    return std::unexpected("still running");
-  }
+  std::expected<Carried, std::string> carry_until_done() { return ExecutorFixture::carry_until_done(carry_out_deep_check, entry, now); }
 };
 
 TEST(DeepCheckExecutor, APassedTestLetsTheNextHealthySweepReturnTheNode) {
