@@ -20,7 +20,6 @@
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
-#include "checks/gpu/gpu_inventory.hpp"
 #include "telemetry/metrics_endpoint.hpp"
 #include "telemetry/metrics_series.hpp"
 #include "telemetry/metrics_textfile.hpp"
@@ -240,9 +239,10 @@ void Metrics::Impl::observe(const json& health) {
   if (const auto& n = member(health, "node"); n.is_object()) observe_node(n);
   if (const auto& checks = member(health, "checks"); checks.is_array()) {
     observe_checks(checks);
-    // The engine lists the GPUs itself (healthctl shows them); a status without them is read here.
+    // The engine lists the GPUs (the GPU check kind's DeviceInventory, which healthctl shows too); a
+    // status without a list has no GPU to show.
     const auto& listed = member(health, "gpus");
-    observe_gpus(checks, listed.is_array() ? listed : gpu_inventory_of(checks));
+    observe_gpus(checks, listed.is_array() ? listed : json::array());
     count_xids(checks);
     observe_efa(checks);
     observe_neuron(checks);

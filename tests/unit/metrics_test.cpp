@@ -25,6 +25,7 @@
 
 #include "actions/slurm_api_client.hpp"
 #include "checks/gpu/gpu_check.hpp"
+#include "checks/gpu/gpu_inventory.hpp"
 #include "checks/gpu/xid_check.hpp"
 #include "state/atomic_file.hpp"
 #include "telemetry/metrics.hpp"
@@ -102,8 +103,11 @@ json result(const std::string& check, const std::string& status, json detail = j
           {"action", "none"}, {"duration_ms", duration_ms}, {"at_ms", now_ms()}, {"detail", std::move(detail)}};
 }
 
+// A status as the engine publishes it: the results, and the GPU list the GPU kind builds from them.
 json status_with(json checks, bool faulty = false, const std::string& code = "", std::uint64_t seq = 1) {
+  json gpus = gpu_inventory_of(checks);
   return {{"checks", std::move(checks)},
+          {"gpus", std::move(gpus)},
           {"node", {{"faulty", faulty}, {"fault_code", code}, {"pending_actions", faulty ? 2 : 0}, {"healthy_passes", 0}}},
           {"sweep_seq", seq},
           {"sweep_ms", 40.0},
