@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actions/gpu_reset.hpp"
 #include "actions/program_runs.hpp"
@@ -68,6 +69,16 @@ void raise_notice(const ExecutorServices& services, NoticeKind kind, const Journ
 // A cure step's notice (kind cure, about healthd's own drain), and its line in the timelines of the
 // jobs the fault ended here (cure_actions.cpp). `step` none: about the chain as a whole.
 void cure_notice(const ExecutorServices& services, const std::string& message, Action step, WallTime now);
+
+// Whether a cure's replace step can run here: some [[policy.hook]] runs on replace (the hook is what
+// asks for the new hardware). Nothing: it can (cure_actions.cpp, as the next three).
+std::optional<CannotRun> replace_cannot_run(const std::vector<HookConfig>& hooks);
+// Whether a cure's reboot can run here: Slurm's RebootProgram (`reboot_program`, "" for none).
+std::optional<CannotRun> reboot_cannot_run(const std::string& reboot_program);
+// A drain reason `base` (healthd's, of the fault) with what the node needs said at its end,
+// "... (needs a reboot: slurm.conf has no RebootProgram)", within Slurm's bound on a reason; an
+// earlier such ending of healthd's is replaced, not added to.
+std::string reason_needing(std::string base, const std::string& needs);
 
 // The cure's current step cannot run here (`missing`): the chain stops, the node is held for an admin
 // with a reason that says what it needs (`reason`, already set on Slurm by the caller).

@@ -3,7 +3,6 @@
 // again, for the timeline and the notices. What to do is policy/requeue_policy's answer; this file
 // gathers its facts from Slurm and carries the answer out.
 #include <algorithm>
-#include <cstdio>
 
 #include <spdlog/spdlog.h>
 
@@ -115,7 +114,7 @@ std::expected<bool, std::string> SlurmActions::requeue_decide(const JournalEntry
       journal_.mark_requeued(e.job_id, e.restart_count);
       timeline_.record(e.job_id, {now, node_, "requeued elsewhere", "attempt " + std::to_string(e.restart_count + 1) +
                                                                         " was already requeued"});
-      follow(e.job_id, e.restart_count + 1, now);
+      follow_up_.follow(e.job_id, e.restart_count + 1, now);
       return true;
     case RequeueVerdict::stall_not_running:
       journal_.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
@@ -221,7 +220,7 @@ std::expected<bool, std::string> SlurmActions::requeue_ask(const JournalEntry& e
     if (again && again->restart_count > e.restart_count) {
       journal_.mark_requeued(e.job_id, e.restart_count);
       timeline_.record(e.job_id, {now, node_, "requeued elsewhere", r.error().message});
-      follow(e.job_id, e.restart_count + 1, now);
+      follow_up_.follow(e.job_id, e.restart_count + 1, now);
       return true;
     }
     if (gone(r.error())) return true;  // ended meanwhile: nothing to requeue
@@ -268,7 +267,7 @@ std::expected<bool, std::string> SlurmActions::requeue_release(const JournalEntr
   }
   release_waits_.erase(e.id);
   const bool raise = policy_.requeue_priority == RequeuePriority::top;
-  follow(e.job_id, e.restart_count + 1, now, raise && job->state == "PENDING");
+  follow_up_.follow(e.job_id, e.restart_count + 1, now, raise && job->state == "PENDING");
   if (job->state != "PENDING") return true;  // running again already, or ended: nothing to release
   auto schedulable = node_still_schedulable(e);
   if (!schedulable) return std::unexpected(schedulable.error());
@@ -295,116 +294,10 @@ std::expected<bool, std::string> SlurmActions::requeue_release(const JournalEntr
   // updated again with the same begin time, which queues one more pass: while Slurm still gives
   // BeginTime as its reason, once at begin + 0.1 s and at most twice more a second apart (this
   // node's clock may run ahead of slurmctld's).
-  nudges_.push_back({e.job_id, e.restart_count + 1, begin,
-                     std::chrono::system_clock::from_time_t(begin) + std::chrono::milliseconds(100), 3});
+  follow_up_.nudge(e.job_id, e.restart_count + 1, begin);
   timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "hold released",
                               std::string("eligible from slurmctld's next second") +
                                   (raise ? "; top priority until it runs (requeue_priority = \"top\")" : "")});
-  return true;
-}
-
-void SlurmActions::follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority) {
-  for (auto& f : followed_)
-    if (f.job_id == job_id && f.restart_count == attempt) {
-      f.raised_priority = f.raised_priority || raised_priority;
-      return;
-    }
-  followed_.push_back({job_id, attempt, now, now, raised_priority});
-}
-
-void SlurmActions::follow_requeued(WallTime now) {
-  // The scheduler nudges first (see requeue_release): one update each, of a job still waiting.
-  std::erase_if(nudges_, [&](Nudge& n) {
-    if (now < n.at) return false;
-    auto job = slurm_.job(n.job_id);
-    if (!job) return gone(job.error()) || --n.left <= 0;
-    // Any other reason (Priority, Resources): slurmctld has judged it eligible; the queue does the rest.
-    if (job->restart_count != n.restart_count || job->state != "PENDING" || job->reason != "BeginTime") return true;
-    JobUpdate u;
-    u.begin = n.begin;
-    if (auto r = slurm_.update_job(n.job_id, u); !r)
-      spdlog::debug("job {}: asking slurmctld to schedule it again: {}", n.job_id, r.error().message);
-    n.at = now + std::chrono::seconds(1);
-    return --n.left <= 0;
-  });
-  std::erase_if(followed_, [&](Followed& f) { return now >= f.next_look && look_at_followed(f, now); });
-  // Owners are kept while their job is followed or has an entry pending, for the notices.
-  std::erase_if(owners_, [&](const auto& owner) {
-    return std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == owner.first; }) &&
-           std::none_of(journal_.pending().begin(), journal_.pending().end(),
-                        [&](const JournalEntry& e) { return e.job_id == owner.first; });
-  });
-}
-
-namespace {
-
-// "2.3 s after the requeue": when `t` came, counted from the requeue of `f`.
-template <typename Followed>
-std::string after_requeue(const Followed& f, WallTime t) {
-  char when[64];
-  std::snprintf(when, sizeof when, "%.1f s after the requeue", std::chrono::duration<double>(t - f.since).count());
-  return std::string(when);
-}
-
-}  // namespace
-
-// A followed job runs again (since `started`): its timeline and notice say so, and a priority raised
-// for its wait goes back to the one Slurm computes.
-void SlurmActions::running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now) {
-  timeline_.record(f.job_id, {started, node_, "running again", "on " + job.node_list + ", " + after_requeue(f, started)});
-  JournalEntry about;
-  about.node = node_;
-  about.job_id = f.job_id;
-  about.restart_count = f.restart_count;
-  owners_[f.job_id] = job.user_id;
-  notice(NoticeKind::resumed, about, "running again on " + job.node_list + ", " + after_requeue(f, started), "none", now);
-  if (f.raised_priority) {
-    // Back to the priority Slurm computes (INFINITE), so a later requeue by anyone else, or the
-    // next job of this user, does not inherit the jump.
-    JobUpdate u;
-    u.reset_priority = true;
-    if (auto r = slurm_.update_job(f.job_id, u); !r && !gone(r.error()))
-      spdlog::warn("job {}: its top priority could not be set back: {}", f.job_id, r.error().message);
-  }
-}
-
-// One look at a requeued job: running again, still waiting, or ended. True when it is no longer followed.
-bool SlurmActions::look_at_followed(Followed& f, WallTime now) {
-  const auto waited = now - f.since;
-  // The start time comes from Slurm itself, so looking often buys nothing: once a second while a
-  // restart is expected (seconds), then every 5 s, then every 30 s. Following one job for its ten
-  // minutes costs about 40 Slurm reads.
-  f.next_look = now + (waited < std::chrono::seconds(10)   ? std::chrono::milliseconds(1000)
-                       : waited < std::chrono::seconds(60) ? std::chrono::milliseconds(5000)
-                                                           : std::chrono::milliseconds(30000));
-  auto job = slurm_.job(f.job_id);
-  if (!job) return gone(job.error()) || waited > std::chrono::minutes(10);
-  if (job->restart_count < f.restart_count) return waited > std::chrono::minutes(10);
-  // start_time is slurmctld's, in whole seconds: one within the second before the requeue is this run.
-  const bool started_since = job->start_time >= f.since - std::chrono::seconds(1);
-  // COMPLETING is a run only when the run ended (a short attempt between two looks): a requeued job
-  // whose last attempt is still ending is PENDING underneath, with the scheduler's expected start in
-  // start_time (seen at 128 nodes: "running again" 4 s before it did, and its node returned early).
-  const bool ran = job->state == "RUNNING" || job->state == "CONFIGURING" ||
-                   (job->state == "COMPLETING" && !job->pending && started_since);
-  if (ran) {
-    running_again(f, *job, started_since ? std::max(job->start_time, f.since) : std::chrono::system_clock::now(), now);
-    return true;
-  }
-  if (job->state == "PENDING" || job->state == "COMPLETING" || job->state == "REQUEUED") {
-    if (waited > std::chrono::minutes(10)) {
-      timeline_.record(f.job_id, {std::chrono::system_clock::now(), node_, "not running again",
-                                  "still " + job->state + " (" + job->reason + ") 10 minutes after the requeue; no longer followed" +
-                                      (f.raised_priority ? "; it keeps its top priority until it runs" : "")});
-      return true;
-    }
-    return false;
-  }
-  // Ended without healthd seeing it run again (it may have run briefly between two looks).
-  const auto ended = std::chrono::system_clock::now();
-  timeline_.record(f.job_id, {ended, node_, "ended",
-                              job->state + (job->node_list.empty() ? "" : " on " + job->node_list) + ", " +
-                                  after_requeue(f, ended) + ", without being seen running again"});
   return true;
 }
 

@@ -106,10 +106,7 @@ std::optional<WallTime> SlurmActions::next_due() const {
   auto due = journal_.next_due();
   // Nothing pending is carried out before Slurm is known to answer: no sooner than its next check.
   if (due && !slurm_ready_ && *due < next_slurm_check_) due = next_slurm_check_;
-  for (const auto& f : followed_)
-    if (!due || f.next_look < *due) due = f.next_look;
-  for (const auto& n : nudges_)
-    if (!due || n.at < *due) due = n.at;
+  if (auto look = follow_up_.next_due(); look && (!due || *look < *due)) due = look;
   if (const auto& own = journal_.own_drain(); own && own->share_look && (!due || *own->share_look < *due)) due = *own->share_look;
   return due;
 }
@@ -200,9 +197,11 @@ void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done
     case Action::replace: cure_notice("replacement requested: " + e.reason, Action::replace, now); break;
     default: break;
   }
-  if (e.kind == Action::requeue && std::none_of(followed_.begin(), followed_.end(), [&](const Followed& f) { return f.job_id == e.job_id; }))
+  if (e.kind == Action::requeue && !follow_up_.following(e.job_id))
     owners_.erase(e.job_id);
 }
+
+void SlurmActions::follow_requeued(WallTime now) { follow_up_.look(services(), now); }
 
 void SlurmActions::add_status(nlohmann::json& j) const {
   if (!overridden_.empty())

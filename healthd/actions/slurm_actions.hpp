@@ -32,6 +32,7 @@
 #include "actions/background_runs.hpp"
 #include "actions/executor.hpp"
 #include "actions/gpu_reset.hpp"
+#include "actions/requeue_follow_up.hpp"
 #include "runtime/process.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
@@ -48,15 +49,6 @@
 namespace ar::healthd {
 
 
-// Whether a cure's replace step can run here: some [[policy.hook]] runs on replace (the hook is what
-// asks for the new hardware). Nothing: it can.
-std::optional<CannotRun> replace_cannot_run(const std::vector<HookConfig>& hooks);
-// Whether a cure's reboot can run here: Slurm's RebootProgram (`reboot_program`, "" for none).
-std::optional<CannotRun> reboot_cannot_run(const std::string& reboot_program);
-// A drain reason `base` (healthd's, of the fault) with what the node needs said at its end,
-// "... (needs a reboot: slurm.conf has no RebootProgram)", within Slurm's bound on a reason; an
-// earlier such ending of healthd's is replaced, not added to.
-std::string reason_needing(std::string base, const std::string& needs);
 
 // The job's step re-runs so far, from healthd's line in its admin comment: they count against the
 // resume cap with its requeues.
@@ -101,13 +93,13 @@ class SlurmActions {
   // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
   // leaves an entry pending for a later try, with backoff.
   void run_due(WallTime now);
-  // Follows requeued jobs until they run again, for the timeline.
+  // Follows requeued jobs until they run again, for the timeline (requeue_follow_up.hpp).
   void follow_requeued(WallTime now);
   // When the next journal entry or follow-up is due: the engine wakes for it.
   std::optional<WallTime> next_due() const;
 
   // Requeued jobs not yet running again: the node is not returned before they are.
-  bool following() const { return !followed_.empty(); }
+  bool following() const { return follow_up_.following(); }
   // The node is healthy: an admin's earlier override of a fault no longer applies.
   void clear_override() { overridden_.clear(); }
   // What status shows of this side: an override, a withheld drain, Slurm not ready.
@@ -184,27 +176,6 @@ class SlurmActions {
   std::expected<std::optional<std::string>, std::string> node_still_schedulable(const JournalEntry& e);
   // True once Slurm has answered and knows node_; checked again every few seconds until then.
   bool slurm_ready(WallTime now);
-  void follow(std::uint32_t job_id, std::uint32_t attempt, WallTime now, bool raised_priority = false);
-
-  struct Followed {
-    std::uint32_t job_id;
-    std::uint32_t restart_count;  // the attempt that is to run
-    WallTime since;
-    WallTime next_look;
-    bool raised_priority = false;  // set back to Slurm's own once it runs
-  };
-  // A released job that may need the scheduler asked again once its begin time has passed (see
-  // requeue_release).
-  struct Nudge {
-    std::uint32_t job_id;
-    std::uint32_t restart_count;
-    std::time_t begin;  // slurmctld's clock
-    WallTime at;
-    int left;           // updates still allowed
-  };
-  // follow_requeued's parts (requeue_executor.cpp).
-  bool look_at_followed(Followed& f, WallTime now);
-  void running_again(const Followed& f, const JobInfo& job, WallTime started, WallTime now);
   // The cure's replace step (replace_executor.cpp): it may drain the node again, within the share.
   std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
   // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure. A reboot
@@ -244,8 +215,7 @@ class SlurmActions {
   std::string overridden_;  // the fault code under which the node was found back in service
   bool journal_unwritable_ = false;
   std::map<std::uint64_t, std::uint32_t> release_waits_;  // by journal entry: looks at a COMPLETING job
-  std::vector<Followed> followed_;
-  std::vector<Nudge> nudges_;
+  RequeueFollowUp follow_up_;  // the requeued jobs, until each runs again
   bool slurm_ready_ = false;
   std::string slurm_problem_;  // why not ready, for the log (once per change) and status
   WallTime next_slurm_check_{};

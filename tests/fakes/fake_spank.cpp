@@ -76,7 +76,17 @@ spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
   auto it = items.find(item);
   if (it == items.end()) return answer(ESPANK_NOT_AVAIL);
   va_list ap;
+  // spank.h fixes the signature: the last named parameter is an enum, which clang warns undergoes
+  // promotion. Slurm's own spank_get_item does the same; an enum's promotion is to int, its
+  // underlying type here, so the va_list is read as it was passed.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wvarargs"
+#endif
   va_start(ap, item);
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
   switch (item) {
     case S_JOB_UID: *va_arg(ap, uid_t*) = static_cast<uid_t>(it->second); break;
     case S_TASK_ID:
