@@ -10,10 +10,6 @@ using namespace ar::healthd;
 using namespace ar::healthd::test;
 using namespace std::chrono_literals;
 
-namespace ar::healthd {
-std::expected<Carried, std::string> carry_out_deep_check(const ExecutorServices& services, const JournalEntry& e, WallTime now);
-}
-
 namespace deep_check_executor_test {
 
 struct DeepCheckFixture : ExecutorFixture {
@@ -22,7 +18,7 @@ struct DeepCheckFixture : ExecutorFixture {
     policy.cure.deep_check = {"/usr/local/bin/nccl-test", "%n"};
     entry = journalled(Action::deep_check);
   }
-  std::expected<Carried, std::string> carry_until_done() { return ExecutorFixture::carry_until_done(carry_out_deep_check, entry, now); }
+  std::expected<Carried, std::string> carry_until_done() { return ExecutorFixture::carry_until_done(entry, now); }
 };
 
 TEST(DeepCheckExecutor, APassedTestLetsTheNextHealthySweepReturnTheNode) {
@@ -57,7 +53,7 @@ TEST(DeepCheckExecutor, ARunningTestIsPolledNeverWaitedForAndStartedOnce) {
   DeepCheckFixture f;
   f.release = false;
   for (int i = 0; i < 3; ++i) {
-    auto r = carry_out_deep_check(f.services(), f.entry, f.now);
+    auto r = f.carry(f.entry, f.now);
     ASSERT_TRUE(r) << r.error();
     EXPECT_FALSE(r->finished);
   }
@@ -74,7 +70,7 @@ TEST(DeepCheckExecutor, ARunningTestIsPolledNeverWaitedForAndStartedOnce) {
 TEST(DeepCheckExecutor, ItWaitsForTheNodesJobsToLeave) {
   DeepCheckFixture f;
   f.jobs_here = 2;
-  auto r = carry_out_deep_check(f.services(), f.entry, f.now);
+  auto r = f.carry(f.entry, f.now);
   ASSERT_TRUE(r) << r.error();
   EXPECT_FALSE(r->finished);
   EXPECT_TRUE(f.runs.empty());
@@ -84,7 +80,7 @@ TEST(DeepCheckExecutor, ItWaitsForTheNodesJobsToLeave) {
 TEST(DeepCheckExecutor, ANodeBackInServiceIsNotHealthdsToTest) {
   DeepCheckFixture f;
   f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE", "", {"debug"}};
-  auto r = carry_out_deep_check(f.services(), f.entry, f.now);
+  auto r = f.carry(f.entry, f.now);
   ASSERT_TRUE(r) << r.error();
   EXPECT_TRUE(r->finished);
   EXPECT_FALSE(r->acted);
@@ -95,7 +91,7 @@ TEST(DeepCheckExecutor, ANodeBackInServiceIsNotHealthdsToTest) {
 TEST(DeepCheckExecutor, TurnedOffMeanwhileTheNodeReturnsAsWithoutOne) {
   DeepCheckFixture f;
   f.policy.cure.deep_check.clear();
-  auto r = carry_out_deep_check(f.services(), f.entry, f.now);
+  auto r = f.carry(f.entry, f.now);
   ASSERT_TRUE(r) << r.error();
   EXPECT_TRUE(r->finished);
   EXPECT_TRUE(f.runs.empty());
@@ -105,7 +101,7 @@ TEST(DeepCheckExecutor, TurnedOffMeanwhileTheNodeReturnsAsWithoutOne) {
 TEST(DeepCheckExecutor, SlurmNotAnsweringIsAnErrorToRetryNotARun) {
   DeepCheckFixture f;
   f.slurm.answering = false;
-  auto r = carry_out_deep_check(f.services(), f.entry, f.now);
+  auto r = f.carry(f.entry, f.now);
   EXPECT_FALSE(r);
   EXPECT_TRUE(f.runs.empty());
 }

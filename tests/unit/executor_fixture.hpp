@@ -1,7 +1,7 @@
 // The executors' services (actions/executor.hpp) over a recording Slurm (responder_fixture.hpp), a
 // journal and a timeline in a temp dir, recorded notices, the admin's programs answered by the test,
 // and node n2 drained by healthd for GPU-XID-79 with a cure under way: for the tests that call an
-// executor that is a plain function directly.
+// executor that is a plain function directly, as the registry lists it.
 #pragma once
 
 #include <atomic>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actions/executor.hpp"
+#include "actions/slurm_actions.hpp"
 #include "responder_fixture.hpp"
 
 namespace ar::healthd::test {
@@ -57,11 +58,16 @@ struct ExecutorFixture {
     e.id = *journal.add(e);
     return e;
   }
-  // Carries `e` out with `executor` until it no longer waits for its run, 5 s at most.
-  template <class Executor>
-  std::expected<Carried, std::string> carry_until_done(Executor executor, const JournalEntry& e, WallTime at) {
+  // Carries `e` out at `at` by the executor the registry lists for its kind (actions/executors.cpp).
+  std::expected<Carried, std::string> carry(const JournalEntry& e, WallTime at) {
+    const auto* executor = SlurmActions::executor_for(e.kind);
+    if (executor == nullptr || executor->function == nullptr) return std::unexpected("no plain executor for " + to_string(e.kind));
+    return executor->function(services(), e, at);
+  }
+  // Carries `e` out until it no longer waits for its run, 5 s at most.
+  std::expected<Carried, std::string> carry_until_done(const JournalEntry& e, WallTime at) {
     for (int i = 0; i < 5000; ++i) {
-      auto r = executor(services(), e, at);
+      auto r = carry(e, at);
       if (!r || r->finished) return r;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

@@ -11,10 +11,6 @@ using namespace ar::healthd;
 using namespace ar::healthd::test;
 using namespace std::chrono_literals;
 
-namespace ar::healthd {
-std::expected<Carried, std::string> carry_out_reset(const ExecutorServices& services, const JournalEntry& e, WallTime now);
-}
-
 namespace reset_executor_test {
 
 struct ResetFixture : ExecutorFixture {
@@ -38,7 +34,7 @@ struct ResetFixture : ExecutorFixture {
   }
   const CureProgress& cure() { return *journal.own_drain()->cure; }
   std::expected<Carried, std::string> carry_until_done(WallTime at) {
-    return ExecutorFixture::carry_until_done(carry_out_reset, entry, at);
+    return ExecutorFixture::carry_until_done(entry, at);
   }
 };
 
@@ -71,7 +67,7 @@ TEST(ResetExecutor, ABlockedResetWaitsThenGivesUpAfterResetWait) {
   f.outcome = {GpuResetOutcome::Kind::blocked, "GPU 0000:3b:00.0 is used by pid 4242"};
   // Polled until the reset's answer is taken: the entry waits (asked again later), it is not finished.
   for (int i = 0; i < 5000 && f.cure().last != f.outcome.message; ++i) {
-    auto r = carry_out_reset(f.services(), f.entry, f.now);
+    auto r = f.carry(f.entry, f.now);
     ASSERT_TRUE(r) << r.error();
     EXPECT_FALSE(r->finished);
     std::this_thread::sleep_for(1ms);
@@ -89,11 +85,11 @@ TEST(ResetExecutor, ABlockedResetWaitsThenGivesUpAfterResetWait) {
 TEST(ResetExecutor, ItWaitsForTheNodesJobsThenCountsAsFailed) {
   ResetFixture f;
   f.jobs_here = 1;
-  auto r = carry_out_reset(f.services(), f.entry, f.now);
+  auto r = f.carry(f.entry, f.now);
   ASSERT_TRUE(r) << r.error();
   EXPECT_FALSE(r->finished);
   EXPECT_EQ(f.cure().last, "waiting for the node's jobs to leave (1 running)");
-  auto late = carry_out_reset(f.services(), f.entry, f.now + f.policy.cure.reset_wait + 1s);
+  auto late = f.carry(f.entry, f.now + f.policy.cure.reset_wait + 1s);
   ASSERT_TRUE(late) << late.error();
   EXPECT_TRUE(late->finished);
   EXPECT_EQ(f.cure().phase, CureProgress::Phase::failed);
@@ -115,7 +111,7 @@ TEST(ResetExecutor, NoResetToolHoldsTheNodeSayingWhatItNeeds) {
 TEST(ResetExecutor, ANodeNoLongerHealthdsIsNotReset) {
   ResetFixture f;
   f.slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", "admin: DIMM", {"debug"}, true};
-  auto r = carry_out_reset(f.services(), f.entry, f.now);
+  auto r = f.carry(f.entry, f.now);
   ASSERT_TRUE(r) << r.error();
   EXPECT_TRUE(r->finished);
   EXPECT_FALSE(f.journal.own_drain());
