@@ -108,7 +108,8 @@ class SlurmActions {
   // One kind of journal entry and what carries it out, each in a file of its own
   // (actions/*_executor.cpp), listed once (executors.cpp). Either a plain function over the services
   // of actions/executor.hpp (new executors: nothing here changes for one), or a member of this class
-  // (the executors that share its state: the share, the cure, the follow-up of requeued jobs): true
+  // (drain, requeue and replace, which share its state: the share's withheld drain, the drain's
+  // cure, the waits of a release): true
   // when the entry is finished (done, or nothing left to do), false when it waits (it set its next
   // try itself), an error to be retried.
   using CarryOut = std::expected<bool, std::string> (SlurmActions::*)(const JournalEntry& e, WallTime now);
