@@ -137,11 +137,7 @@ void SlurmActions::start_step(WallTime now) {
   const Action step = c.current();
   c.phase = CureProgress::Phase::running;
   c.since = now;
-  JournalEntry e;
-  e.node = node_;
-  e.code = own->code;
-  e.created = now;
-  e.next_try = now;
+  JournalEntry e = due_entry(Action::drain, node_, own->code, now);  // its kind: by the step
   switch (step) {
     case Action::reset_gpu:
       e.kind = Action::reset_gpu;

@@ -18,17 +18,12 @@ void journal_hooks_after(const PolicyConfig& policy, Journal& journal, const Jou
       spdlog::warn("report only: would run hook {} after {} ({} on {}); nothing run", hook.name, to_string(what), done.code, done.node);
       continue;
     }
-    JournalEntry e;
-    e.kind = Action::hook;
-    e.node = done.node;
+    JournalEntry e = due_entry(Action::hook, done.node, done.code, now);
     e.job_id = done.job_id;
     e.restart_count = done.restart_count;
-    e.code = done.code;
     e.reason = done.reason;
     e.hook = hook.name;
     e.done = what;
-    e.created = now;
-    e.next_try = now;
     if (auto r = journal.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
   }
 }

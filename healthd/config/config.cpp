@@ -104,10 +104,6 @@ const KeyTable<Config>& daemon_keys() {
   return keys;
 }
 
-// The actions a hook may follow: those healthd carries out on Slurm.
-constexpr Action kHookable[] = {Action::drain,  Action::reboot,    Action::requeue, Action::resume,
-                                Action::signal, Action::reset_gpu, Action::replace, Action::notify_only};
-
 const KeyTable<HookConfig>& hook_keys() {
   static const auto keys =
       KeyTable<HookConfig>()

@@ -78,21 +78,11 @@ bool Responder::flapping(WallTime now) {
   return history.size() >= policy_.flap_max_faults;
 }
 
-JournalEntry Responder::entry(Action kind, std::string code, WallTime now) const {
-  JournalEntry e;
-  e.kind = kind;
-  e.node = node_;
-  e.code = std::move(code);
-  e.created = now;
-  e.next_try = now;
-  return e;
-}
-
 void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now) {
   if (journal_.signalled(job.job_id, job.restart_count) ||
       journal_.has_pending(Action::signal, job.job_id, job.restart_count))
     return;
-  JournalEntry e = entry(Action::signal, fault.code, now);
+  JournalEntry e = due_entry(Action::signal, node_, fault.code, now);
   e.job_id = job.job_id;
   e.restart_count = job.restart_count;
   e.reason = fault.checkpoint_first->signal;
@@ -102,13 +92,13 @@ void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, Wall
 void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before) {
   if (journal_.requeued(job.job_id, job.restart_count)) return;
   if (journal_.has_pending(Action::requeue, job.job_id, job.restart_count)) {
-    if (policy_.report_only) return report(entry(Action::requeue, fault.code, now));
+    if (policy_.report_only) return report(due_entry(Action::requeue, node_, fault.code, now));
     // Waiting out a checkpoint grace, and now a fault that cannot wait: requeue sooner.
     if (auto r = journal_.hasten(Action::requeue, job.job_id, job.restart_count, not_before); !r)
       spdlog::error("journal: {}", r.error());
     return;
   }
-  JournalEntry e = entry(Action::requeue, fault.code, now);
+  JournalEntry e = due_entry(Action::requeue, node_, fault.code, now);
   e.job_id = job.job_id;
   e.restart_count = job.restart_count;
   e.cap = job.max_resumes;
@@ -199,7 +189,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
         n.action = policy_.report_only ? "report only" : to_string(fault->action);
         notices_->notify(n);
       }
-      JournalEntry drain = entry(Action::drain, fault->code, now);
+      JournalEntry drain = due_entry(Action::drain, node_, fault->code, now);
       drain.reason = drain_reason(*fault, held);
       drain.held = held;
       // The cure: walked step by step once the drain is carried out (actions/cure_actions.cpp). A
@@ -288,7 +278,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
       // resume when it passes.
       const auto& cure = policy_.cure;
       const bool deep = !cure.deep_check.empty() && cure.deep_check_before_return && !(own->cure && own->cure->deep_checked);
-      JournalEntry resume = entry(deep ? Action::deep_check : Action::resume, own->code, now);
+      JournalEntry resume = due_entry(deep ? Action::deep_check : Action::resume, node_, own->code, now);
       resume.reason = own->reason;
       bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(), [](const JournalEntry& e) {
         return e.kind == Action::resume || e.kind == Action::deep_check;
@@ -300,7 +290,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
 }
 
 void Responder::admin_drain(const std::string& reason, std::uint32_t uid, std::uint64_t request, WallTime now) {
-  JournalEntry e = entry(Action::drain, "ADMIN", now);
+  JournalEntry e = due_entry(Action::drain, node_, "ADMIN", now);
   e.reason = short_reason(std::string(kReasonPrefix) + " ADMIN: " + reason);
   e.held = true;
   e.admin = true;
@@ -311,7 +301,7 @@ void Responder::admin_drain(const std::string& reason, std::uint32_t uid, std::u
 }
 
 void Responder::admin_resume(bool force, std::uint32_t uid, std::uint64_t request, WallTime now) {
-  JournalEntry e = entry(Action::resume, "ADMIN", now);
+  JournalEntry e = due_entry(Action::resume, node_, "ADMIN", now);
   e.admin = true;
   e.by_uid = uid;
   e.request = request;

@@ -145,8 +145,6 @@ class Responder {
   void journal(JournalEntry e);
   // report_only: says once per episode what `e` would have done, instead of journalling it.
   void report(const JournalEntry& e);
-  // A journal entry for this node, due now.
-  JournalEntry entry(Action kind, std::string code, WallTime now) const;
   void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
   void queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now);
   bool flapping(WallTime now);

@@ -28,13 +28,8 @@ class NotifyRule final : public SweepRule {
     open_ = std::move(decision.open);
     std::vector<JournalEntry> entries;
     for (auto& f : decision.tell) {
-      JournalEntry e;
-      e.kind = Action::notify_only;
-      e.node = sweep.node;
-      e.code = std::move(f.code);
+      JournalEntry e = due_entry(Action::notify_only, sweep.node, std::move(f.code), sweep.now);
       e.reason = std::move(f.message);
-      e.created = sweep.now;
-      e.next_try = sweep.now;
       entries.push_back(std::move(e));
     }
     return entries;

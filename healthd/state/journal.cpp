@@ -35,6 +35,16 @@ constexpr CureProgress::Phase kPhases[] = {CureProgress::Phase::pending, CurePro
 
 }  // namespace
 
+JournalEntry due_entry(Action kind, std::string node, std::string code, WallTime now) {
+  JournalEntry e;
+  e.kind = kind;
+  e.node = std::move(node);
+  e.code = std::move(code);
+  e.created = now;
+  e.next_try = now;
+  return e;
+}
+
 std::string to_string(CureProgress::Phase p) {
   switch (p) {
     case CureProgress::Phase::pending: return "pending";

@@ -91,6 +91,9 @@ struct JournalEntry {
   RequeueStep step = RequeueStep::decide;
 };
 
+// An entry of `kind` about fault `code` of `node`, due now (`now`): what every decider starts from.
+JournalEntry due_entry(Action kind, std::string node, std::string code, WallTime now);
+
 // healthd's own drain of its node, remembered so that only its own drains are ever undone.
 struct OwnDrain {
   std::string code;

@@ -57,6 +57,11 @@ inline constexpr Action kEntryKinds[] = {Action::drain,     Action::requeue, Act
                                          Action::reset_gpu, Action::replace, Action::deep_check,
                                          Action::notify_only};
 
+// The actions an admin's hook ([[policy.hook]] `on`) may follow: those healthd carries out on Slurm
+// (a new kind of entry that acts on Slurm or tells someone is listed here too).
+inline constexpr Action kHookable[] = {Action::drain,  Action::reboot,    Action::requeue, Action::resume,
+                                       Action::signal, Action::reset_gpu, Action::replace, Action::notify_only};
+
 // The steps a cure chain may hold ([[cure.chain]] steps), in the order they usually escalate.
 inline constexpr Action kCureSteps[] = {Action::reset_gpu, Action::reboot, Action::replace};
 

@@ -48,13 +48,8 @@ struct ExecutorFixture {
   ExecutorServices services() { return {node, policy, slurm, journal, timeline, &notices, owners, programs, resets, jobs_here}; }
   // An entry of `kind` about n2's fault, journalled, due now.
   JournalEntry journalled(Action kind) {
-    JournalEntry e;
-    e.kind = kind;
-    e.node = "n2";
-    e.code = "GPU-XID-79";
+    JournalEntry e = due_entry(kind, "n2", "GPU-XID-79", now);
     e.reason = kReason;
-    e.created = now;
-    e.next_try = now;
     e.id = *journal.add(e);
     return e;
   }
