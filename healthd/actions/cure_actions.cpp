@@ -62,49 +62,6 @@ void hold_cannot_run(const ExecutorServices& services, const CannotRun& missing,
   if (auto r = services.journal.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
-void SlurmActions::cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now) {
-  hold_cannot_run(services(), missing, reason, now);
-}
-
-void SlurmActions::own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now,
-                                  bool cannot_reboot, bool reboot_later) {
-  const auto& before = journal_.own_drain();
-  const bool same_fault = before && before->code == e.code;
-  // Held (flapping, a replacement) stays held: a later entry for the same fault never lifts it.
-  OwnDrain d{e.code, e.reason, now, e.held || (same_fault && before->held), rebooting, std::nullopt, std::nullopt};
-  d.cure = e.cure;
-  // The same fault again while its cure is under way (it came back after a reset): the chain goes
-  // on from where it is, not from its first step.
-  const bool fresh = e.cure && e.cure->step == 0 && e.cure->phase == CureProgress::Phase::pending;
-  if (same_fault && before->cure && (!e.cure || (fresh && (before->cure->step > 0 || before->cure->phase != CureProgress::Phase::pending))))
-    d.cure = before->cure;
-  if (d.cure) d.cure->deep_checked = false;  // the fault is here again: a pass before it says nothing
-  if (same_fault && before->held && !e.held) d.reason = before->reason;
-  if (d.cure && e.reboot && d.cure->current() == Action::reboot) {
-    d.cure->since = now;
-    if (rebooting) {
-      d.cure->phase = CureProgress::Phase::running;
-      d.cure->boot_id = boot_id_;
-      d.cure->last = "reboot asked for";
-    } else if (cannot_reboot) {
-      // Not a reboot that failed: none can happen here. Held, the reason says what it needs (do_drain
-      // set that reason on Slurm).
-      journal_.own_drain() = d;
-      const auto missing = *reboot_cannot_run("");
-      cannot_run_here(missing, reason_needing(e.reason, missing.needs), now);
-      return;
-    } else if (reboot_later) {
-      // Slurm did not answer: the node is drained, the reboot is asked again (continue_cure).
-      d.cure->phase = CureProgress::Phase::pending;
-      d.cure->last = "reboot not asked yet: " + sanitize(reboot_error, 200);
-    } else {
-      d.cure->phase = CureProgress::Phase::failed;
-      d.cure->last = "scontrol reboot failed: " + sanitize(reboot_error, 200);
-    }
-  }
-  journal_.own_drain() = d;
-}
-
 void SlurmActions::continue_cure(WallTime now) {
   auto& own = journal_.own_drain();
   if (policy_.report_only || !own || !own->cure || cure_entry_pending()) return;
@@ -218,7 +175,7 @@ void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now
     case policy::CureMove::admin_took_over:
       // The fault is not acted on again (status: override).
       spdlog::warn("node {}: back in service during the cure of {} ({}): the cure ends there", node_, code, chain_text(c.chain));
-      overridden_ = code;
+      memory_.overridden = code;
       own.reset();
       break;
     case policy::CureMove::run_step:

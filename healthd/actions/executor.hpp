@@ -1,8 +1,9 @@
-// What an executor of one kind of journal entry may use and what it answers, for the executors that
-// are plain functions (actions/executors.cpp lists them all). Such an executor sees the node, the
-// policy, Slurm, the journal, the timelines, the notices, the jobs' owners and the programs running
-// for entries, nothing of the other executors' state: it is a file of its own and a row in the
-// registry, and the class that runs the journal (slurm_actions.hpp) does not change when one is added.
+// What an executor of one kind of journal entry may use and what it answers (actions/executors.cpp
+// lists them all). An executor sees the node, the policy, Slurm, the journal, the timelines, the
+// notices, the jobs' owners, the programs and GPU resets running for entries, the follow-up of
+// requeued jobs and the little the executors remember in memory (ActingMemory): it is a file of its
+// own and a row in the registry, and the class that runs the journal (slurm_actions.hpp) does not
+// change when one is added.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 
 #include "actions/gpu_reset.hpp"
 #include "actions/program_runs.hpp"
+#include "actions/requeue_follow_up.hpp"
 #include "actions/slurm_client.hpp"
 #include "config/config.hpp"
 #include "state/journal.hpp"
@@ -28,6 +30,13 @@ namespace ar::healthd {
 // to a job name its user. An executor that read the job from Slurm notes it here.
 using JobOwners = std::map<std::uint32_t, std::uint32_t>;
 
+// What the executors remember between entries, in memory only (a restart starts afresh, as the
+// sweep that follows it finds the same facts again); status shows both.
+struct ActingMemory {
+  std::string withheld;    // why the last drain was withheld, or given back, under max_drained_share
+  std::string overridden;  // the fault code under which the node was found back in service
+};
+
 struct ExecutorServices {
   const std::string& node;  // this node's name in Slurm
   const PolicyConfig& policy;
@@ -38,7 +47,10 @@ struct ExecutorServices {
   JobOwners& owners;
   ProgramRuns& programs;  // the admin's programs running for entries (a hook, a deep check)
   GpuResets& resets;      // how GPUs are reset, and the resets running for entries
-  std::size_t jobs_here = 0;  // jobs running on this node (the registry, at the last sweep)
+  ActingMemory& memory;
+  RequeueFollowUp& follow_up;  // the requeued jobs, until each runs again
+  const std::string& boot_id;  // this boot's id: a cure's reboot asked for in it has not happened yet
+  std::size_t jobs_here = 0;   // jobs running on this node (the registry, at the last sweep)
 };
 
 // What carrying out an entry came to: finished (done, or nothing left to do) or waiting (the executor
@@ -83,6 +95,13 @@ std::string reason_needing(std::string base, const std::string& needs);
 // The cure's current step cannot run here (`missing`): the chain stops, the node is held for an admin
 // with a reason that says what it needs (`reason`, already set on Slurm by the caller).
 void hold_cannot_run(const ExecutorServices& services, const CannotRun& missing, const std::string& reason, WallTime now);
+
+// The drain executor (drain_executor.cpp); the replace step drains through it too.
+std::expected<Carried, std::string> carry_out_drain(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+// max_drained_share's second look at healthd's own drain, once it is due (drain_executor.cpp): every
+// daemon of a fabric-wide event then ranks the same complete set of drains, and exactly the ones
+// past the share give theirs back.
+void settle_share(const ExecutorServices& services, WallTime now);
 
 // Journals the admin's hooks ([[policy.hook]] `on`) that follow `done`, which carried out `what`
 // (hook_executor.cpp): called before `done` is marked finished, so a hook is never lost.

@@ -1,6 +1,5 @@
 // The executors: for each kind of journal entry (vocabulary/action.hpp, kEntryKinds), the function
-// (actions/executor.hpp) or the member of SlurmActions that carries it out, each in a file of its
-// own (actions/*_executor.cpp), and the policy rule that decides it from each sweep where one does so
+// (actions/executor.hpp) that carries it out, each in a file of its own (actions/*_executor.cpp), and the policy rule that decides it from each sweep where one does so
 // on its own (policy/sweep_rule.hpp). One explicit list, like the checks' (checks/registry.cpp).
 // Adding an entry kind: ARCHITECTURE.md, "Add an action".
 #include <algorithm>
@@ -10,11 +9,13 @@
 
 namespace ar::healthd {
 
-// The executors that are plain functions (actions/executor.hpp), each defined in its own file.
+// Each defined in its own file (carry_out_drain: actions/executor.hpp, as replace uses it too).
 std::expected<Carried, std::string> carry_out_annotate(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_deep_check(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_hook(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_notify(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_replace(const ExecutorServices& services, const JournalEntry& e, WallTime now);
+std::expected<Carried, std::string> carry_out_requeue(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_reset(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_resume(const ExecutorServices& services, const JournalEntry& e, WallTime now);
 std::expected<Carried, std::string> carry_out_signal(const ExecutorServices& services, const JournalEntry& e, WallTime now);
@@ -25,13 +26,13 @@ const std::vector<SlurmActions::Executor>& SlurmActions::executors() {
   // the requeue follows it at once), then the rest as they were journalled.
   static const std::vector<Executor> table = {
       {.kind = Action::signal, .order = 0, .function = &carry_out_signal},  // signal_executor.cpp
-      {Action::drain, 1, &SlurmActions::do_drain},            // drain_executor.cpp
-      {Action::requeue, 2, &SlurmActions::do_requeue},        // requeue_executor.cpp
+      {.kind = Action::drain, .order = 1, .function = &carry_out_drain},  // drain_executor.cpp
+      {.kind = Action::requeue, .order = 2, .function = &carry_out_requeue},  // requeue_executor.cpp
       {.kind = Action::resume, .order = 2, .function = &carry_out_resume},  // resume_executor.cpp
       {.kind = Action::annotate, .order = 2, .function = &carry_out_annotate},  // annotate_executor.cpp
       {.kind = Action::hook, .order = 2, .function = &carry_out_hook},  // hook_executor.cpp
       {.kind = Action::reset_gpu, .order = 2, .function = &carry_out_reset},  // reset_executor.cpp
-      {Action::replace, 2, &SlurmActions::do_replace},        // replace_executor.cpp
+      {.kind = Action::replace, .order = 2, .function = &carry_out_replace},  // replace_executor.cpp
       {.kind = Action::deep_check, .order = 2, .function = &carry_out_deep_check},  // deep_check_executor.cpp
       {.kind = Action::notify_only, .order = 2, .function = &carry_out_notify, .needs_slurm = false,
        .sweep_rule = &policy::notify_rule},  // notify_executor.cpp, policy/notify_policy.cpp

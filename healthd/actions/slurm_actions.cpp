@@ -32,7 +32,7 @@ void SlurmActions::run_due(WallTime now) {
   journal_unwritable_ = false;
   // Entries that need Slurm wait until it answers and knows this node; the others (a notice) do not.
   const bool ready = slurm_ready(now);
-  if (ready) settle_share(now);
+  if (ready) settle_share(services(), now);
   // Copy: carrying out an entry changes the journal. Checkpoint signals first (the job checkpoints
   // before anything else happens to it), then drains: a requeue waits for its node's drain, so in
   // one pass the drain lands and the requeue follows it at once.
@@ -46,41 +46,30 @@ void SlurmActions::run_due(WallTime now) {
     if (e.next_try > now) continue;
     if (const auto* x = executor_for(e.kind); !ready && (x == nullptr || x->needs_slurm)) continue;
     if (!journal_.find(e.id)) continue;  // finished meanwhile by another entry's step
-    acted_.reset();
-    admin_outcome_.clear();
     const auto started = std::chrono::steady_clock::now();
     auto r = carry_out(e, now);
-    if (r && *r) entry_finished(e, now);
+    if (r && r->finished) entry_finished(e, *r, now);
     else if (!r) entry_failed(e, r.error(), started, now);
     // false: the action waits for something and has set its next try itself.
   }
 }
 
 // One entry, by its executor.
-std::expected<bool, std::string> SlurmActions::carry_out(const JournalEntry& e, WallTime now) {
+std::expected<Carried, std::string> SlurmActions::carry_out(const JournalEntry& e, WallTime now) {
   const auto* executor = executor_for(e.kind);
   if (executor == nullptr) {
     // What a fault calls for (warn, reboot, ...) is never a journal entry of its own; one read from
     // a journal written by hand is dropped, not retried forever.
     spdlog::error("journal: entry {} has kind {}, which is not carried out; dropped", e.id, to_string(e.kind));
-    return true;
+    return Carried{};
   }
-  if (executor->carry_out != nullptr) return (this->*executor->carry_out)(e, now);
-  auto carried = executor->function(services(), e, now);
-  if (!carried) return std::unexpected(carried.error());
-  acted_ = carried->acted;
-  admin_outcome_ = carried->admin_outcome;
-  return carried->finished;
+  return executor->function(services(), e, now);
 }
 
-void SlurmActions::entry_finished(const JournalEntry& e, WallTime now) {
-  // A requeue carried out by us got past its requeue step (in this pass or an earlier one).
-  auto done = acted_;
-  if (const auto* current = journal_.find(e.id);
-      e.kind == Action::requeue && current != nullptr && current->step >= RequeueStep::annotate)
-    done = Action::requeue;
-  if (done) journal_hooks_after(policy_, journal_, e, *done, now);  // journalled before the entry is marked done: never lost
-  notice_done(e, done, now);
+void SlurmActions::entry_finished(const JournalEntry& e, const Carried& carried, WallTime now) {
+  // Journalled before the entry is marked done: never lost.
+  if (carried.acted) journal_hooks_after(policy_, journal_, e, *carried.acted, now);
+  notice_done(e, carried, now);
   if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
   continue_cure(now);
 }
@@ -162,16 +151,19 @@ void SlurmActions::notice(NoticeKind kind, const JournalEntry& e, std::string me
 }
 
 ExecutorServices SlurmActions::services() {
-  return {node_, policy_, slurm_, journal_, timeline_, notices_, owners_, programs_, resets_, jobs_here_};
+  return {node_,     policy_, slurm_,  journal_, timeline_,   notices_,
+          owners_,   programs_, resets_, memory_,  follow_up_, boot_id_, jobs_here_};
 }
 
-void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now) {
+void SlurmActions::notice_done(const JournalEntry& e, const Carried& carried, WallTime now) {
+  const auto& done = carried.acted;
+  const auto& admin_outcome = carried.admin_outcome;
   if (e.admin) {
     const std::string what = e.kind == Action::drain ? "drain" : "resume";
     notice(NoticeKind::admin, e,
            done ? (e.kind == Action::drain ? "drained by an admin through healthctl: " + e.reason
                                            : std::string("resumed by an admin through healthctl") + (e.force ? " (--force)" : ""))
-                : "admin " + what + ": " + (admin_outcome_.empty() ? std::string("nothing to do") : admin_outcome_),
+                : "admin " + what + ": " + (admin_outcome.empty() ? std::string("nothing to do") : admin_outcome),
            done ? what : "none", now);
     return;
   }
@@ -204,10 +196,10 @@ void SlurmActions::notice_done(const JournalEntry& e, std::optional<Action> done
 void SlurmActions::follow_requeued(WallTime now) { follow_up_.look(services(), now); }
 
 void SlurmActions::add_status(nlohmann::json& j) const {
-  if (!overridden_.empty())
-    j["admin_override"] = "node " + node_ + " is in service while " + overridden_ +
+  if (!memory_.overridden.empty())
+    j["admin_override"] = "node " + node_ + " is in service while " + memory_.overridden +
                           " persists: auto-resume jobs are not requeued onto it";
-  if (!withheld_.empty()) j["drain_withheld"] = withheld_;
+  if (!memory_.withheld.empty()) j["drain_withheld"] = memory_.withheld;
   if (!slurm_problem_.empty()) j["slurm"] = slurm_problem_;
 }
 

@@ -48,12 +48,6 @@
 
 namespace ar::healthd {
 
-
-
-// The job's step re-runs so far, from healthd's line in its admin comment: they count against the
-// resume cap with its requeues.
-std::uint32_t step_reruns_so_far(const JobInfo& job);
-
 class SlurmActions {
  public:
   // `run_hook`: how the admin's programs are run (empty: run_process).
@@ -101,22 +95,16 @@ class SlurmActions {
   // Requeued jobs not yet running again: the node is not returned before they are.
   bool following() const { return follow_up_.following(); }
   // The node is healthy: an admin's earlier override of a fault no longer applies.
-  void clear_override() { overridden_.clear(); }
+  void clear_override() { memory_.overridden.clear(); }
   // What status shows of this side: an override, a withheld drain, Slurm not ready.
   void add_status(nlohmann::json& j) const;
 
-  // One kind of journal entry and what carries it out, each in a file of its own
-  // (actions/*_executor.cpp), listed once (executors.cpp). Either a plain function over the services
-  // of actions/executor.hpp (new executors: nothing here changes for one), or a member of this class
-  // (drain, requeue and replace, which share its state: the share's withheld drain, the drain's
-  // cure, the waits of a release): true
-  // when the entry is finished (done, or nothing left to do), false when it waits (it set its next
-  // try itself), an error to be retried.
-  using CarryOut = std::expected<bool, std::string> (SlurmActions::*)(const JournalEntry& e, WallTime now);
+  // One kind of journal entry and what carries it out: a plain function over the services of
+  // actions/executor.hpp, each in a file of its own (actions/*_executor.cpp), listed once
+  // (executors.cpp). Nothing here changes when one is added.
   struct Executor {
     Action kind;
     int order;  // within one pass over the due entries, lower first
-    CarryOut carry_out = nullptr;
     ExecutorFunction function = nullptr;
     bool needs_slurm = true;  // false: carried out while slurmctld is not answering too
     // The policy rule that journals this kind from each sweep, where one decides it on its own
@@ -129,64 +117,11 @@ class SlurmActions {
 
  private:
   // run_due's parts: one entry carried out by its executor, and what follows when it finished or failed.
-  std::expected<bool, std::string> carry_out(const JournalEntry& e, WallTime now);
-  void entry_finished(const JournalEntry& e, WallTime now);
+  std::expected<Carried, std::string> carry_out(const JournalEntry& e, WallTime now);
+  void entry_finished(const JournalEntry& e, const Carried& carried, WallTime now);
   void entry_failed(const JournalEntry& e, const std::string& error, std::chrono::steady_clock::time_point started, WallTime now);
-  // One journal entry each; true when it is finished (done, or nothing left to do).
-  std::expected<bool, std::string> do_drain(const JournalEntry& e, WallTime now);
-  // max_drained_share (drain_executor.cpp): one read of Slurm's node table, with this node's record.
-  struct TableView {
-    std::vector<NodeInfo> table;  // empty where the share is not judged (only `self` was read)
-    NodeInfo self;
-  };
-  std::expected<TableView, std::string> read_table(const std::string& node);
-  // do_drain's parts (drain_executor.cpp): what Slurm shows of the node, a node drained already, a
-  // node in service drained now, and the new drain ranked against the others of its event.
-  std::expected<TableView, std::string> drain_view(const JournalEntry& e);
-  std::expected<bool, std::string> drain_in_place(const JournalEntry& e, const NodeInfo& info, bool ranked, WallTime now);
-  std::expected<bool, std::string> drain_take(const JournalEntry& e, bool ranked, WallTime now);
-  std::optional<std::vector<std::string>> rank_new_drain(const JournalEntry& e);
-  bool share_applies(const JournalEntry& e) const;
-  std::expected<std::optional<std::string>, std::string> give_back_past_share(const TableView& view);
-  // Our drain's second look at max_drained_share, once the second Slurm stamped it with is over on
-  // slurmctld's clock: every daemon of a fabric-wide event then ranks the same complete set of drains
-  // (reason time, then name), and exactly the ones past the share give theirs back. Saved with the
-  // drain, so a daemon killed before it looks again still does after its restart.
-  void settle_share(WallTime now);
-  std::expected<bool, std::string> do_requeue(const JournalEntry& e, WallTime now);
-  // The steps of a requeue (see RequeueStep); each saves the next step before its Slurm call.
-  // false: waiting, the entry's next try is set.
-  std::expected<bool, std::string> requeue_decide(const JournalEntry& e, const JobInfo& job, WallTime now);
-  policy::RequeueFacts requeue_facts(const JournalEntry& e, const JobInfo& job, WallTime now) const;
-  std::expected<bool, std::string> resume_cap_reached(const JournalEntry& e, const JobInfo& job,
-                                                      const policy::RequeueDecision& d, WallTime now);
-  std::expected<bool, std::string> leave_on_fault(const JournalEntry& e, const std::string& why_in_service, WallTime now);
-  std::expected<bool, std::string> stall_cancel(const JournalEntry& e, const JobInfo& job, WallTime now);
-  // The job does not allow requeue: said once, decided for this attempt.
-  std::expected<bool, std::string> refuse_requeue(const JournalEntry& e, const JobInfo& job, WallTime now);
-  // Step re-run inside the allocation (step_rerun.cpp), in place of a requeue. Nothing: done (the
-  // step runs again, or another node's healthd re-ran it and this node has left); a reason: requeue
-  // instead (empty when there is nothing to say); an error: Slurm failed, try again.
-  std::expected<std::optional<std::string>, std::string> rerun_step(const JournalEntry& e, const JobInfo& job, WallTime now);
-  std::expected<std::optional<std::string>, std::string> leave_rerun(const JournalEntry& e, const JobInfo& job,
-                                                                     std::uint32_t need, WallTime now);
-  std::expected<bool, std::string> requeue_ask(const JournalEntry& e, const JobInfo& job, WallTime now);
-  std::expected<bool, std::string> requeue_annotate(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> requeue_release(const JournalEntry& e, WallTime now);
-  std::expected<bool, std::string> next_step(const JournalEntry& e, RequeueStep step, WallTime now);
-  std::expected<std::optional<std::string>, std::string> node_still_schedulable(const JournalEntry& e);
   // True once Slurm has answered and knows node_; checked again every few seconds until then.
   bool slurm_ready(WallTime now);
-  // The cure's replace step (replace_executor.cpp): it may drain the node again, within the share.
-  std::expected<bool, std::string> do_replace(const JournalEntry& e, WallTime now);
-  // The drain `e` (carried out, `rebooting` or not) becomes healthd's own, with its cure. A reboot
-  // asked for and refused: `reboot_error` says why, `cannot_reboot` when the cluster cannot reboot at
-  // all (no RebootProgram: the step cannot run here), `reboot_later` when Slurm did not answer (the
-  // step is asked again).
-  void own_drain_from(const JournalEntry& e, bool rebooting, const std::string& reboot_error, WallTime now,
-                      bool cannot_reboot = false, bool reboot_later = false);
-  // hold_cannot_run (actions/executor.hpp).
-  void cannot_run_here(const CannotRun& missing, const std::string& reason, WallTime now);
   // After an entry finished: the cure's first step, or the next one after a failed step.
   void continue_cure(WallTime now);
   // Journals the cure's current step (its phase becomes running).
@@ -204,26 +139,21 @@ class SlurmActions {
   ExecutorServices services();
   // Raises a notice about `e` (its node, job, code) with `message` (raise_notice).
   void notice(NoticeKind kind, const JournalEntry& e, std::string message, std::string action, WallTime now);
-  // The notice an entry carried out raises, if any.
-  void notice_done(const JournalEntry& e, std::optional<Action> done, WallTime now);
+  // The notice an entry carried out raises, if any (`carried.acted`: what it did on Slurm).
+  void notice_done(const JournalEntry& e, const Carried& carried, WallTime now);
 
   std::string node_;
   PolicyConfig policy_;
   SlurmClient& slurm_;
   Journal& journal_;
   Timeline& timeline_;
-  std::string withheld_;    // why the last drain was withheld (share limit), for status
-  std::string overridden_;  // the fault code under which the node was found back in service
+  ActingMemory memory_;  // the share's withheld drain, an admin's override (status shows both)
   bool journal_unwritable_ = false;
-  std::map<std::uint64_t, std::uint32_t> release_waits_;  // by journal entry: looks at a COMPLETING job
   RequeueFollowUp follow_up_;  // the requeued jobs, until each runs again
   bool slurm_ready_ = false;
   std::string slurm_problem_;  // why not ready, for the log (once per change) and status
   WallTime next_slurm_check_{};
   std::minstd_rand slurm_check_rng_ = backoff_rng();
-  // What the entry being carried out did on Slurm in this pass (drain, reboot, resume, signal); unset
-  // when it found nothing to do (drained by an admin, withheld, already resumed): no hook then.
-  std::optional<Action> acted_;
   // Running on threads of their own, by journal entry: the admin's programs (hooks, deep checks;
   // program_runs.hpp) and GPU resets (background_runs.hpp).
   ProgramRuns programs_;
@@ -233,8 +163,6 @@ class SlurmActions {
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an
   // entry goes when its job is no longer followed.
   JobOwners owners_;
-  // What an admin's drain or resume came to when it did nothing on Slurm, for its notice.
-  std::string admin_outcome_;
   std::size_t jobs_here_ = 0;
   std::string boot_id_;
 };

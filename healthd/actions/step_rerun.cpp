@@ -13,7 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actions/slurm_actions.hpp"
+#include "actions/step_rerun.hpp"
 #include "auto_resume/job_comment.hpp"
 #include "auto_resume/protocol.hpp"
 
@@ -35,6 +35,36 @@ std::optional<AttemptEnd> rerun_line(const JournalEntry& e, const JobInfo& job) 
   return last;
 }
 
+// Another node's healthd re-ran the step for this same failure (or this daemon did, before a restart):
+// this node only has to be out of the job. When a step of the job runs on it by now (the re-run
+// landed here before this node was drained), leaving would kill the re-run: the job is requeued
+// instead, as it is when the nodes left no longer cover the step.
+std::expected<std::optional<std::string>, std::string> leave_rerun(const ExecutorServices& services, const JournalEntry& e,
+                                                                   const JobInfo& job, std::uint32_t need, WallTime now) {
+  const std::string& node = services.node;
+  using Why = std::optional<std::string>;
+  const std::string step_name = std::to_string(e.job_id) + "." + std::to_string(*e.rerun_step);
+  if (has(job.nodes, node)) {
+    std::vector<std::string> left;
+    for (const auto& n : job.nodes)
+      if (n != node) left.push_back(n);
+    if (left.size() < need)
+      return Why("after the re-run of step " + step_name + ", " + std::to_string(left.size()) +
+                 " nodes would be left for its " + std::to_string(need));
+    JobUpdate u;
+    u.nodes = left;
+    if (auto r = services.slurm.update_job(e.job_id, u); !r) {
+      if (gone(r.error())) return Why("the job has ended");
+      return std::unexpected("taking " + node + " out of job " + std::to_string(e.job_id) + ": " + r.error().message);
+    }
+  }
+  if (auto r = services.slurm.kill_step(e.job_id, *e.rerun_step); !r && !gone(r.error())) return std::unexpected(r.error().message);
+  services.journal.mark_requeued(e.job_id, e.restart_count);
+  services.timeline.record(e.job_id, {now, node, "step re-run elsewhere",
+                              "step " + step_name + " was re-run for this failure already; " + node + " is out of the job"});
+  return Why();
+}
+
 }  // namespace
 
 std::uint32_t step_reruns_so_far(const JobInfo& job) {
@@ -42,38 +72,39 @@ std::uint32_t step_reruns_so_far(const JobInfo& job) {
   return last ? last->reruns : 0;
 }
 
-std::expected<std::optional<std::string>, std::string> SlurmActions::rerun_step(const JournalEntry& e, const JobInfo& job,
-                                                                                 WallTime now) {
+std::expected<std::optional<std::string>, std::string> rerun_step(const ExecutorServices& services, const JournalEntry& e,
+                                                                  const JobInfo& job, WallTime now) {
+  const std::string& node = services.node;
   using Why = std::optional<std::string>;
-  if (!e.rerun_step || !policy_.step_rerun) return Why(std::string());
+  if (!e.rerun_step || !services.policy.step_rerun) return Why(std::string());
   if (!job.batch) return Why("not a batch job: a step is re-run only by the srun of a batch script");
   if (job.heterogeneous) return Why("a heterogeneous job: its components' steps are not re-run one by one");
   if (job.state != "RUNNING") return Why("the job is " + job.state);
-  if (job.batch_host == node_) return Why("its batch script runs on " + node_ + ", which cannot leave the job");
+  if (job.batch_host == node) return Why("its batch script runs on " + node + ", which cannot leave the job");
   const std::uint32_t step = *e.rerun_step;
   const std::string step_name = std::to_string(e.job_id) + "." + std::to_string(step);
 
-  auto steps = slurm_.job_steps(e.job_id);
+  auto steps = services.slurm.job_steps(e.job_id);
   if (!steps) return std::unexpected(steps.error().message);
   const StepInfo* failed = nullptr;
   for (const auto& s : *steps) {
     if (!proto::is_user_step(s.step_id)) continue;
     if (s.step_id == step) failed = &s;
-    else if (has(s.nodes, node_))
-      return Why("step " + std::to_string(e.job_id) + "." + std::to_string(s.step_id) + " also runs on " + node_ +
+    else if (has(s.nodes, node))
+      return Why("step " + std::to_string(e.job_id) + "." + std::to_string(s.step_id) + " also runs on " + node +
                  ": a step is re-run only where it is the job's one step on the node");
   }
-  if (auto line = rerun_line(e, job)) return leave_rerun(e, job, line->rerun_nodes, now);
+  if (auto line = rerun_line(e, job)) return leave_rerun(services, e, job, line->rerun_nodes, now);
   if (failed == nullptr) return Why("step " + step_name + " has ended, so no srun is left to run it again");
   const auto need = static_cast<std::uint32_t>(failed->nodes.size());
 
   // The nodes that stay: all but this one and any other of the job that Slurm has drained (their
   // own healthd is about to act on them; a re-run landing there would fail again).
-  std::vector<std::string> out{node_};
+  std::vector<std::string> out{node};
   if (!job.partition.empty())
-    if (auto nodes = slurm_.node_table())
+    if (auto nodes = services.slurm.node_table())
       for (const auto& n : *nodes)
-        if (n.name != node_ && n.drained_or_draining() && has(job.nodes, n.name)) out.push_back(n.name);
+        if (n.name != node && n.drained_or_draining() && has(job.nodes, n.name)) out.push_back(n.name);
   std::vector<std::string> left;
   for (const auto& n : job.nodes)
     if (!has(out, n)) left.push_back(n);
@@ -83,53 +114,24 @@ std::expected<std::optional<std::string>, std::string> SlurmActions::rerun_step(
 
   // 1. The line the srun reads (and the restarted job, should it come to a requeue after all).
   const std::uint32_t reruns = step_reruns_so_far(job) + 1;
-  AttemptEnd line{job.restart_count + reruns, e.code, node_, e.reason, step, need, reruns};
-  if (auto r = annotate_job(slurm_, e.job_id, format_attempt_comment(line), job.admin_comment); !r) return std::unexpected(r.error());
+  AttemptEnd line{job.restart_count + reruns, e.code, node, e.reason, step, need, reruns};
+  if (auto r = annotate_job(services.slurm, e.job_id, format_attempt_comment(line), job.admin_comment); !r) return std::unexpected(r.error());
   // 2. The faulty nodes leave; slurmctld kills their tasks of every step.
   JobUpdate u;
   u.nodes = left;
-  if (auto r = slurm_.update_job(e.job_id, u); !r) {
+  if (auto r = services.slurm.update_job(e.job_id, u); !r) {
     if (gone(r.error())) return Why("the job has ended");
     return std::unexpected("taking " + joined(out) + " out of job " + std::to_string(e.job_id) + ": " + r.error().message);
   }
   // 3. The step ends everywhere now, so its srun starts the re-run.
-  if (auto r = slurm_.kill_step(e.job_id, step); !r && !gone(r.error())) return std::unexpected(r.error().message);
-  journal_.mark_requeued(e.job_id, e.restart_count);  // decided: this node is out of the job
+  if (auto r = services.slurm.kill_step(e.job_id, step); !r && !gone(r.error())) return std::unexpected(r.error().message);
+  services.journal.mark_requeued(e.job_id, e.restart_count);  // decided: this node is out of the job
   const std::string what = "step " + step_name + " runs again on " + joined(left) + " (" + std::to_string(left.size()) +
-                           " nodes, re-run " + std::to_string(reruns) + " of the job) after " + e.code + " on " + node_ +
+                           " nodes, re-run " + std::to_string(reruns) + " of the job) after " + e.code + " on " + node +
                            "; " + joined(out) + " left the job";
   spdlog::warn("job {}: {}", e.job_id, what);
-  timeline_.record(e.job_id, {std::chrono::system_clock::now(), node_, "step re-run", what});
-  notice(NoticeKind::requeue, e, what, "rerun", now);
-  return Why();
-}
-
-// Another node's healthd re-ran the step for this same failure (or this daemon did, before a restart):
-// this node only has to be out of the job. When a step of the job runs on it by now (the re-run
-// landed here before this node was drained), leaving would kill the re-run: the job is requeued
-// instead, as it is when the nodes left no longer cover the step.
-std::expected<std::optional<std::string>, std::string> SlurmActions::leave_rerun(const JournalEntry& e, const JobInfo& job,
-                                                                                  std::uint32_t need, WallTime now) {
-  using Why = std::optional<std::string>;
-  const std::string step_name = std::to_string(e.job_id) + "." + std::to_string(*e.rerun_step);
-  if (has(job.nodes, node_)) {
-    std::vector<std::string> left;
-    for (const auto& n : job.nodes)
-      if (n != node_) left.push_back(n);
-    if (left.size() < need)
-      return Why("after the re-run of step " + step_name + ", " + std::to_string(left.size()) +
-                 " nodes would be left for its " + std::to_string(need));
-    JobUpdate u;
-    u.nodes = left;
-    if (auto r = slurm_.update_job(e.job_id, u); !r) {
-      if (gone(r.error())) return Why("the job has ended");
-      return std::unexpected("taking " + node_ + " out of job " + std::to_string(e.job_id) + ": " + r.error().message);
-    }
-  }
-  if (auto r = slurm_.kill_step(e.job_id, *e.rerun_step); !r && !gone(r.error())) return std::unexpected(r.error().message);
-  journal_.mark_requeued(e.job_id, e.restart_count);
-  timeline_.record(e.job_id, {now, node_, "step re-run elsewhere",
-                              "step " + step_name + " was re-run for this failure already; " + node_ + " is out of the job"});
+  services.timeline.record(e.job_id, {std::chrono::system_clock::now(), node, "step re-run", what});
+  raise_notice(services, NoticeKind::requeue, e, what, "rerun", now);
   return Why();
 }
 

@@ -248,6 +248,7 @@ void Journal::wait_until(std::uint64_t id, WallTime at, const std::string& why) 
     if (e.id == id) {
       e.next_try = at;
       e.last_error = why;
+      ++e.waits;
     }
   // A wait changes nothing that a restart needs (it would wait again): no write, so polling a job
   // that leaves COMPLETING every few tens of milliseconds costs no fsync, and nothing can fail.
@@ -258,6 +259,7 @@ std::expected<void, std::string> Journal::advance(std::uint64_t id, RequeueStep 
     if (e.id == id) {
       e.step = step;
       e.attempts = 0;
+      e.waits = 0;
       e.last_error.clear();
     }
   return save();

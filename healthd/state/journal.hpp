@@ -86,6 +86,9 @@ struct JournalEntry {
   std::uint32_t attempts = 0;
   WallTime next_try;
   std::string last_error;
+  // How many times it has waited (wait_until) in its current step; in memory only, as a wait is (a
+  // restart starts counting again): an executor polling Slurm polls less often the longer it waits.
+  std::uint32_t waits = 0;
   // Requeue: how far the action got. Each step is saved before the next Slurm call, so a daemon
   // killed between two calls picks up at the step it was in and finishes every step once.
   RequeueStep step = RequeueStep::decide;

@@ -36,6 +36,9 @@ struct ExecutorFixture {
     return answer;
   }};
   GpuResets resets;
+  ActingMemory memory;
+  RequeueFollowUp follow_up;
+  std::string boot_id = "boot-1";
   std::size_t jobs_here = 0;
   const std::string node = "n2";  // the services hold a reference to it
   const WallTime now{std::chrono::seconds(100000)};
@@ -45,7 +48,9 @@ struct ExecutorFixture {
     slurm.nodes["n2"] = NodeInfo{"n2", "IDLE+DRAIN", kReason, {"debug"}, true};
     journal.own_drain() = OwnDrain{"GPU-XID-79", kReason, now, false, false, CureProgress{}, std::nullopt};
   }
-  ExecutorServices services() { return {node, policy, slurm, journal, timeline, &notices, owners, programs, resets, jobs_here}; }
+  ExecutorServices services() {
+    return {node, policy, slurm, journal, timeline, &notices, owners, programs, resets, memory, follow_up, boot_id, jobs_here};
+  }
   // An entry of `kind` about n2's fault, journalled, due now.
   JournalEntry journalled(Action kind) {
     JournalEntry e = due_entry(kind, "n2", "GPU-XID-79", now);

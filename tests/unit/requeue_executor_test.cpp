@@ -32,6 +32,49 @@ TEST(Responder, TheHoldIsReleasedOnlyOnceTheJobIsPendingWithoutBlockingTheEngine
   EXPECT_EQ(f.slurm.count("release too early 7"), 0);
 }
 
+// A job whose node never reports the kill stays COMPLETING: it is looked at every 50 ms for its first
+// 100 looks (5 s), then every second, so it cannot keep the engine busy.
+TEST(Responder, AJobThatStaysCompletingIsLookedAtEverySecondAfterFiveSeconds) {
+  Fixture f;
+  f.slurm.completing_reads = 1000000;
+  f.sweep(true);  // the requeue, and the release's first look (1 wait)
+  for (int look = 2; look <= 99; ++look) {
+    ASSERT_TRUE(f.responder->next_due());
+    ASSERT_LE(*f.responder->next_due() - f.now, 50ms) << look;
+    f.responder->run_due(f.now += 50ms);
+  }
+  ASSERT_TRUE(f.responder->next_due());
+  EXPECT_LE(*f.responder->next_due() - f.now, 50ms);  // the 99th wait: still 50 ms
+  f.responder->run_due(f.now += 50ms);
+  ASSERT_TRUE(f.responder->next_due());
+  EXPECT_EQ(*f.responder->next_due() - f.now, 1000ms);  // the 100th: a second
+  EXPECT_EQ(f.slurm.count("release 7"), 0);
+}
+
+// The count of waits behind that: by step, reset when the step advances, never saved (a restart
+// waits again from its start).
+TEST(Journal, AnEntrysWaitsAreCountedInItsStepAndNotSaved) {
+  ar::test::TempDir dir;
+  const WallTime now{std::chrono::seconds(1000)};
+  Journal j(dir / "journal.json");
+  ASSERT_TRUE(j.load());
+  auto id = j.add(due_entry(Action::requeue, "n2", "GPU-XID-79", now));
+  ASSERT_TRUE(id);
+  j.wait_until(*id, now + 50ms, "waiting");
+  j.wait_until(*id, now + 100ms, "waiting");
+  EXPECT_EQ(j.find(*id)->waits, 2u);
+  EXPECT_EQ(j.find(*id)->next_try, now + 100ms);
+  ASSERT_TRUE(j.advance(*id, RequeueStep::release));
+  EXPECT_EQ(j.find(*id)->waits, 0u);
+  j.wait_until(*id, now + 150ms, "waiting");
+  ASSERT_TRUE(j.save());
+  Journal again(dir / "journal.json");
+  ASSERT_TRUE(again.load());
+  ASSERT_NE(again.find(*id), nullptr);
+  EXPECT_EQ(again.find(*id)->waits, 0u);
+  EXPECT_EQ(again.find(*id)->step, RequeueStep::release);
+}
+
 // Item 15: the timeline said "started and now CANCELLED on , 46.5 s" for a job cancelled while pending.
 TEST(Responder, AJobCancelledWhilePendingIsNotSaidToHaveStarted) {
   Fixture f;

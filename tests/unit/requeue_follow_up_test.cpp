@@ -14,7 +14,6 @@ using namespace std::chrono_literals;
 namespace requeue_follow_up_test {
 
 struct FollowFixture : ExecutorFixture {
-  RequeueFollowUp follow_up;
   FollowFixture() {
     JobInfo job;
     job.job_id = 7;
