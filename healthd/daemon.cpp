@@ -100,7 +100,12 @@ class Daemon {
         service_(engine_, state.timeline, state.registry, &state.events),
         info_{config_.node_name, kVersion, config_.socket.string(), config_.state_dir.string(), config_file_.string(),
               WallClock::now()},
-        handler_(info_, state.registry, [this] { registry_saver_.changed(); }, &service_, slurm_user_uid(config_.slurm.user)),
+        handler_(info_, state.registry,
+                 [this] {
+                   registry_saver_.changed();
+                   service_.registry_changed();
+                 },
+                 &service_, slurm_user_uid(config_.slurm.user)),
         server_(io_, config_.socket, handler_, config_.server),
         periodic_(io_),
         stop_signals_(io_, SIGTERM, SIGINT),
@@ -142,7 +147,7 @@ class Daemon {
         [this](const std::string& code) {
           // On the engine thread, in the middle of carrying out the journal.
           engine_.forget(code);
-          asio::post(io_, [this] { service_.judge_now("cure step carried out"); });
+          engine_.request_sweep("cure step carried out");
         },
         boot_id);
   }
@@ -167,6 +172,7 @@ class Daemon {
       return 1;
     }
     spdlog::info("listening on {}", config_.socket.string());
+    service_.registry_changed();  // the engine's view starts from the jobs the registry kept across a restart
     start_schedules();
     wait_for_signals();
     engine_.start();
@@ -220,7 +226,10 @@ class Daemon {
       periodic_.every(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::microseconds(watchdog_usec / 2)),
                       [] { sd_notify(0, "WATCHDOG=1"); }, true);
     periodic_.every(std::chrono::minutes(1), [this] {
-      if (state_.registry.prune(WallClock::now(), config_.ended_job_retention) > 0) registry_saver_.changed();
+      if (state_.registry.prune(WallClock::now(), config_.ended_job_retention) > 0) {
+        registry_saver_.changed();
+        service_.registry_changed();
+      }
       // After a burst (hundreds of steps at once) glibc keeps the freed heap; give it back, so the
       // daemon's footprint returns to its idle size.
       ::malloc_trim(0);
@@ -323,18 +332,15 @@ class Daemon {
     }
     for (const auto& check : checks_) check->stop();
     checks_ = std::move(built);
-    engine_.replace_checks(checks_, judge_now_callback());
+    engine_.replace_checks(checks_, engine_.judge_now());
     return true;
   }
 
-  // Checks that are event sources (kernel log, NVML events) ask for a sweep from their own threads;
-  // the sweep is asked for on the event loop, which owns the job registry.
-  Check::JudgeNow judge_now_callback() {
-    return [this](const std::string& why) { asio::post(io_, [this, why] { service_.judge_now(why); }); };
-  }
 
   void start_checks() {
-    for (const auto& check : checks_) check->start(judge_now_callback());
+    // Checks that are event sources (kernel log, NVML events) ask the engine for a sweep from their
+    // own threads: it judges the jobs of its own view, which the event loop keeps current.
+    for (const auto& check : checks_) check->start(engine_.judge_now());
   }
 
   // No input may end the event loop: a handler that throws is logged and the loop goes on (asio

@@ -9,7 +9,15 @@ namespace ar::healthd {
 
 Engine::Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder, std::chrono::milliseconds check_deadline,
                std::vector<DeviceInventory> inventories)
-    : checks_(std::move(checks)), responder_(responder), check_deadline_(check_deadline), inventories_(std::move(inventories)) {}
+    : checks_(std::move(checks)),
+      responder_(responder),
+      actions_(responder.actions()),
+      check_deadline_(check_deadline),
+      inventories_(std::move(inventories)) {}
+
+Check::JudgeNow Engine::judge_now() {
+  return [this](const std::string& why) { request_sweep(why); };
+}
 
 Engine::~Engine() { stop(); }
 
@@ -33,12 +41,31 @@ void Engine::abandon_hung() {
   state_.clear();
 }
 
-std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger,
-                                    bool force, bool poll) {
+namespace {
+
+// The jobs of two views of the node, `newer`'s record of a job taking the place of `older`'s.
+std::vector<LocalJob> merged_views(const std::vector<LocalJob>& older, std::vector<LocalJob> newer) {
+  for (const auto& job : older)
+    if (std::none_of(newer.begin(), newer.end(), [&](const LocalJob& n) { return n.job_id == job.job_id; }))
+      newer.push_back(job);
+  return newer;
+}
+
+}  // namespace
+
+void Engine::set_jobs(std::vector<LocalJob> jobs) {
+  std::lock_guard lock(mutex_);
+  jobs_ = std::move(jobs);
+}
+
+std::uint64_t Engine::request_sweep(std::string why, std::optional<StepFailure> trigger, bool force, bool poll) {
   std::uint64_t seq = 0;
   {
     std::lock_guard lock(mutex_);
     seq = next_seq_++;
+    // A sweep judges the jobs as they were when it was asked for: an XID kills the job's processes,
+    // and the step's end, handed over just after, must not take the job out before the sweep runs.
+    auto jobs = jobs_;
     // Periodic (and poll) sweeps need not pile up behind a slow one. A triggered sweep is merged into
     // a waiting one for the same job attempt (a step of 2,000 tasks failing at once asks one sweep,
     // not 2,000), and into nothing else; a forced sweep is always kept (healthctl check --now waits
@@ -48,12 +75,14 @@ std::uint64_t Engine::request_sweep(std::string why, std::vector<LocalJob> jobs,
       return trigger && r.trigger && !r.force && r.trigger->job_id == trigger->job_id &&
              r.trigger->restart_count == trigger->restart_count;
     };
+    // A merged request judges every job of both views (the newer's record of a job wins): a job
+    // the older one was asked for keeps its sweep.
     if (mergeable && !requests_.empty() && !requests_.back().trigger && !requests_.back().force &&
         requests_.back().poll == poll) {
-      requests_.back() = {std::move(why), std::move(jobs), std::nullopt, false, seq, poll};
+      requests_.back() = {std::move(why), merged_views(requests_.back().jobs, std::move(jobs)), std::nullopt, false, seq, poll};
     } else if (auto it = std::find_if(requests_.begin(), requests_.end(), same_attempt);
                !force && it != requests_.end()) {
-      it->jobs = std::move(jobs);  // the newest view of what runs here; the first failure is kept
+      it->jobs = merged_views(it->jobs, std::move(jobs));  // the first failure is kept
       it->seq = std::max(it->seq, seq);
     } else {
       requests_.push_back({std::move(why), std::move(jobs), std::move(trigger), force, seq, poll});
@@ -235,8 +264,8 @@ void Engine::loop() {
       for (const auto& a : in.admin) carry_out(a);
       if (in.stop) return;
       const bool swept = in.request && run_sweep(*in.request, now);
-      responder_.run_due(std::chrono::system_clock::now());
-      responder_.follow_requeued(std::chrono::system_clock::now());  // each job at its own pace
+      actions_.run_due(std::chrono::system_clock::now());
+      actions_.follow_requeued(std::chrono::system_clock::now());  // each job at its own pace
       publish_status(swept);
     } catch (const std::exception& e) {
       spdlog::error("engine: {}", e.what());
@@ -252,7 +281,7 @@ Engine::Inbox Engine::wait_for_work() {
   Inbox in;
   std::unique_lock lock(mutex_);
   auto wait = std::chrono::milliseconds(250);
-  if (auto due = responder_.next_due()) {
+  if (auto due = actions_.next_due()) {
     auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
     wait = std::clamp(until, std::chrono::milliseconds(0), wait);
   }

@@ -1,5 +1,5 @@
 // The engine thread: runs the checks (each bounded by a deadline) when asked, hands the results to
-// the responder, and carries out the journal. The event loop thread never blocks on a check or on
+// the responder (which decides, into the journal), and has the journal carried out (SlurmActions). The event loop thread never blocks on a check or on
 // Slurm; it only queues requests here and reads the status snapshot.
 #pragma once
 
@@ -40,8 +40,17 @@ class Engine {
   // A poll sweep runs only the checks with a cadence of their own that are due (EC2 notices every few
   // seconds, admin scripts, storage probes); it acts on faults but is not a healthy pass towards
   // resuming a node, so polling fast does not shorten the way back.
-  std::uint64_t request_sweep(std::string why, std::vector<LocalJob> jobs, std::optional<StepFailure> trigger = std::nullopt,
-                              bool force = false, bool poll = false);
+  // The sweep judges the jobs of the engine's view (set_jobs) as it was when the sweep was asked for.
+  // Safe from any thread: an event source (the kernel log, NVML events) asks from its own.
+  std::uint64_t request_sweep(std::string why, std::optional<StepFailure> trigger = std::nullopt, bool force = false,
+                              bool poll = false);
+  // What runs on this node now: the job registry's running jobs (engine/health_service.hpp
+  // running_jobs), handed over by the event loop, which owns the registry, after every change. The
+  // engine keeps its own view so that an event reaches it without a detour through the event loop.
+  void set_jobs(std::vector<LocalJob> jobs);
+  // What an event source (a check that watches the kernel log or NVML events, Check::start) calls
+  // from its own thread to have the node judged now: a sweep request here.
+  Check::JudgeNow judge_now();
 
   // An event for a job's timeline, recorded on the engine thread before its next piece of work (the
   // event loop hands it over rather than touch the timeline itself).
@@ -82,7 +91,7 @@ class Engine {
  private:
   struct SweepRequest {
     std::string why;
-    std::vector<LocalJob> jobs;
+    std::vector<LocalJob> jobs;  // the engine's view when it was asked for
     std::optional<StepFailure> trigger;
     bool force = false;
     std::uint64_t seq = 0;
@@ -122,11 +131,13 @@ class Engine {
   std::vector<CheckResult> run_bounded(const std::shared_ptr<Check>& check, CheckState& state);
 
   std::vector<std::shared_ptr<Check>> checks_;
-  Responder& responder_;
+  Responder& responder_;   // decides: the sweep's results into journal entries
+  SlurmActions& actions_;  // does: the journal entries carried out (the responder's)
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<SweepRequest> requests_;
+  std::vector<LocalJob> jobs_;  // the running jobs, as the event loop last handed them over (set_jobs)
   std::deque<std::pair<std::uint32_t, TimelineEvent>> notes_;
   std::uint64_t next_seq_ = 1;
   bool stopping_ = false;

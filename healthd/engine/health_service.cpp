@@ -33,16 +33,16 @@ void HealthService::on_task_failure(const proto::TaskExit& exit, const JobRecord
                              "step " + proto::step_name(exit.step_id) + " task " + std::to_string(exit.task_rank) + ": " +
                                  describe_wait_status(exit.wait_status)});
   StepFailure f{exit.job_id, exit.step_id, job.restart_count, exit.task_rank, exit.wait_status, true, job.max_resumes};
-  engine_.request_sweep("job " + std::to_string(exit.job_id) + " step failed", running_jobs(registry_), f);
+  engine_.request_sweep("job " + std::to_string(exit.job_id) + " step failed", f);
 }
 
 std::uint64_t HealthService::check_now() {
-  return engine_.request_sweep("on demand", running_jobs(registry_), std::nullopt, true);
+  return engine_.request_sweep("on demand", std::nullopt, true);
 }
 
-void HealthService::judge_now(const std::string& why, bool poll) {
-  engine_.request_sweep(why, running_jobs(registry_), std::nullopt, false, poll);
-}
+void HealthService::judge_now(const std::string& why, bool poll) { engine_.request_sweep(why, std::nullopt, false, poll); }
+
+void HealthService::registry_changed() { engine_.set_jobs(running_jobs(registry_)); }
 
 }  // namespace ar::healthd
 

@@ -32,8 +32,10 @@ class HealthService : public HealthEvents {
   nlohmann::json events(std::uint32_t limit) override;
   std::expected<nlohmann::json, proto::Error> admin(const AdminRequest& request, const Peer& peer) override;
 
-  // A sweep for `why`, with the jobs running here now.
+  // A sweep for `why`, judging the jobs of the engine's view.
   void judge_now(const std::string& why, bool poll = false);
+  // The registry changed (on the event loop, which owns it): the engine's view of the jobs follows.
+  void registry_changed();
 
  private:
   Engine& engine_;

@@ -19,7 +19,7 @@ namespace {
 std::optional<CheckResult> worst_fault(const std::vector<CheckResult>& results) {
   std::optional<CheckResult> worst;
   for (const auto& r : results)
-    if (r.status == Status::fault && takes_node_out(r.action) && (!worst || r.action > worst->action)) worst = r;
+    if (r.status == Status::fault && takes_node_out(r.action) && (!worst || severity(r.action) > severity(worst->action))) worst = r;
   if (worst) {
     worst->code = fault_code_text(worst->code);
     worst->message = fault_message_text(worst->message);

@@ -111,7 +111,10 @@ class Responder {
   // The clock stalls are timed by (default: the steady clock; tests move their own).
   void set_stall_clock(std::function<StallClock::time_point()> clock) { stall_clock_ = std::move(clock); }
 
-  // Carries out the journal entries that are due (actions/slurm_actions.hpp).
+  // What carries out the journal (actions/slurm_actions.hpp): the engine asks it directly after
+  // each judgement. The three below are its own, for the tests that drive the responder alone.
+  SlurmActions& actions() { return actions_; }
+  // Carries out the journal entries that are due.
   void run_due(WallTime now) { actions_.run_due(now); }
   void follow_requeued(WallTime now) { actions_.follow_requeued(now); }
   std::optional<WallTime> next_due() const { return actions_.next_due(); }

@@ -1,4 +1,5 @@
-// The engine thread: how sweeps asked for from the event loop are queued and merged.
+// The engine thread: how sweeps asked for from the event loop and the event sources' threads are
+// queued and merged, and which jobs each judges.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -34,9 +35,11 @@ class UnusedSlurm : public SlurmClient {
   SlurmResult<void> kill_step(std::uint32_t, std::uint32_t) override { return no(); }
 };
 
-// A check that counts its runs; the first one waits until the test lets it go.
+// A check that counts its runs; the first one waits until the test lets it go. `faulty`: every run
+// finds an XID that drains the node.
 class GatedCheck : public Check {
  public:
+  explicit GatedCheck(bool faulty = false, bool open_at_start = false) : faulty_(faulty), open(open_at_start) {}
   std::string name() const override { return "gated"; }
   std::vector<CheckResult> run() override {
     std::unique_lock lock(m);
@@ -45,6 +48,12 @@ class GatedCheck : public Check {
     cv.wait(lock, [&] { return open; });
     CheckResult r;
     r.check = name();
+    if (faulty_) {
+      r.status = Status::fault;
+      r.code = "GPU-XID-79";
+      r.message = "GPU has fallen off the bus";
+      r.action = Action::drain;
+    }
     return {r};
   }
   void let_go() {
@@ -62,9 +71,10 @@ class GatedCheck : public Check {
   }
 
  private:
+  bool faulty_;
   std::mutex m;
   std::condition_variable cv;
-  bool open = false;
+  bool open;
   int runs = 0;
 };
 
@@ -76,7 +86,19 @@ struct EngineParts {
   Journal journal{dir / "journal.json"};
   Timeline timeline{dir / "timeline.json"};
   Responder responder{"n1", PolicyConfig{}, slurm, journal, timeline};
+
+  // Whether the journal holds a requeue of `job_id` (read once the engine has stopped).
+  bool requeue_journalled(std::uint32_t job_id) const {
+    const auto& pending = journal.pending();
+    return std::any_of(pending.begin(), pending.end(),
+                       [&](const JournalEntry& e) { return e.kind == Action::requeue && e.job_id == job_id; });
+  }
 };
+
+// Waits until the engine has done sweep `seq`, 10 s at most.
+void wait_for_sweep(const Engine& engine, std::uint64_t seq) {
+  for (int i = 0; i < 500 && engine.status().value("sweep_seq", std::uint64_t{0}) < seq; ++i) std::this_thread::sleep_for(20ms);
+}
 
 }  // namespace
 
@@ -86,12 +108,13 @@ TEST(Engine, FailuresOfOneJobAttemptWhileASweepRunsMakeOneMoreSweepNotThousands)
   auto check = std::make_shared<GatedCheck>();
   Engine engine({check}, parts.responder, 10s);
   engine.start();
-  engine.request_sweep("periodic", {});
+  engine.request_sweep("periodic");
   check->wait_for_runs(1);  // the engine is busy in this sweep
   std::uint64_t last = 0;
+  engine.set_jobs({{7, 0, true}, {8, 0, true}});
   for (std::uint32_t task = 0; task < 2000; ++task)
-    last = engine.request_sweep("job 7 step failed", {{7, 0, true}}, StepFailure{7, 0, 0, task, 256, true});
-  engine.request_sweep("job 8 step failed", {{8, 0, true}}, StepFailure{8, 0, 0, 0, 256, true});
+    last = engine.request_sweep("job 7 step failed", StepFailure{7, 0, 0, task, 256, true});
+  engine.request_sweep("job 8 step failed", StepFailure{8, 0, 0, 0, 256, true});
   check->let_go();
   for (int i = 0; i < 200 && engine.status().value("sweep_seq", std::uint64_t{0}) < last + 1; ++i)
     std::this_thread::sleep_for(20ms);
@@ -101,6 +124,66 @@ TEST(Engine, FailuresOfOneJobAttemptWhileASweepRunsMakeOneMoreSweepNotThousands)
   EXPECT_EQ(check->run_count(), 3);
 }
 
+// An event source (the kernel-log watcher, NVML events) asks the engine from its own thread: the
+// sweep judges the jobs of the engine's own view, which the event loop hands over, with no detour
+// through the event loop.
+TEST(Engine, AnEventFromAWatchersThreadJudgesTheJobsOfTheEnginesView) {
+  EngineParts parts;
+  auto check = std::make_shared<GatedCheck>(true, true);
+  Engine engine({check}, parts.responder, 10s);
+  engine.set_jobs({{7, 0, true}, {9, 0, false}});
+  engine.start();
+  std::uint64_t seq = 0;
+  std::thread watcher([&] { seq = engine.request_sweep("kernel log event"); });
+  watcher.join();
+  wait_for_sweep(engine, seq);
+  engine.stop();
+  EXPECT_TRUE(parts.requeue_journalled(7));
+  EXPECT_FALSE(parts.requeue_journalled(9));  // not an auto-resume job
+}
+
+// An XID kills the job's processes: the kernel-log watcher asks for a sweep, and the step's end
+// reaches the event loop just after. The end, handed over before the engine gets to the sweep, must
+// not take the job out of what that sweep judges, or the job the fault ended is not requeued.
+TEST(Engine, ASweepJudgesTheJobsAsTheyWereWhenItWasAskedFor) {
+  EngineParts parts;
+  auto check = std::make_shared<GatedCheck>(true);
+  Engine engine({check}, parts.responder, 10s);
+  engine.start();
+  engine.request_sweep("periodic");
+  check->wait_for_runs(1);  // busy: what follows waits for it
+  engine.set_jobs({{7, 0, true}});
+  std::uint64_t seq = 0;
+  std::thread watcher([&] { seq = engine.request_sweep("kernel log event"); });
+  watcher.join();
+  engine.set_jobs({});  // the step ended, the job left the node
+  check->let_go();
+  wait_for_sweep(engine, seq);
+  engine.stop();
+  EXPECT_TRUE(parts.requeue_journalled(7));
+}
+
+// The same when a periodic sweep asked for meanwhile is merged into the event's: the merged sweep
+// judges the jobs of both views.
+TEST(Engine, AMergedSweepJudgesTheJobsOfBothViews) {
+  EngineParts parts;
+  auto check = std::make_shared<GatedCheck>(true);
+  Engine engine({check}, parts.responder, 10s);
+  engine.start();
+  engine.request_sweep("periodic");
+  check->wait_for_runs(1);
+  engine.set_jobs({{7, 0, true}});
+  engine.request_sweep("kernel log event");
+  engine.set_jobs({{8, 0, true}});  // job 7's step ended; job 8 started
+  const auto seq = engine.request_sweep("periodic");  // merged into the event's sweep
+  check->let_go();
+  wait_for_sweep(engine, seq);
+  engine.stop();
+  EXPECT_EQ(check->run_count(), 2);  // one sweep for both
+  EXPECT_TRUE(parts.requeue_journalled(7));
+  EXPECT_TRUE(parts.requeue_journalled(8));
+}
+
 // A timeline note handed to the engine just before it is stopped (a step failed as the daemon got
 // SIGTERM) is recorded, not dropped with the stop.
 TEST(Engine, ANoteHandedOverJustBeforeTheStopIsStillRecorded) {
@@ -108,7 +191,7 @@ TEST(Engine, ANoteHandedOverJustBeforeTheStopIsStillRecorded) {
   auto check = std::make_shared<GatedCheck>();
   Engine engine({check}, parts.responder, 10s);
   engine.start();
-  engine.request_sweep("periodic", {});
+  engine.request_sweep("periodic");
   check->wait_for_runs(1);  // the engine is busy: the note and the stop both wait for it
   engine.note(7, {std::chrono::system_clock::now(), "n1", "step failed", "task 0: exit 1"});
   std::thread stopper([&] { engine.stop(); });
@@ -155,13 +238,13 @@ TEST(Engine, ReplacedChecksTakeOverFromTheOldOnesAndAHungOneKeepsItsGuard) {
   auto plain = std::make_shared<NamedCheck>("plain");
   Engine engine({gated, plain}, parts.responder, 200ms);
   engine.start();
-  auto seq = engine.request_sweep("periodic", {});
+  auto seq = engine.request_sweep("periodic");
   gated->wait_for_runs(1);
   EXPECT_GE(wait_for_sweep(engine, seq), seq);  // the gated check is now hung past its deadline
   auto new_gated = std::make_shared<NamedCheck>("gated");
   auto new_plain = std::make_shared<NamedCheck>("plain");
   engine.replace_checks({new_gated, new_plain}, [](const std::string&) {});
-  seq = engine.request_sweep("reload", {});
+  seq = engine.request_sweep("reload");
   EXPECT_GE(wait_for_sweep(engine, seq), seq);
   EXPECT_TRUE(new_plain->started);
   EXPECT_TRUE(new_gated->started);
@@ -173,7 +256,7 @@ TEST(Engine, ReplacedChecksTakeOverFromTheOldOnesAndAHungOneKeepsItsGuard) {
   EXPECT_NE(text.find("still running past its deadline"), std::string::npos) << text;
   gated->let_go();
   std::this_thread::sleep_for(50ms);
-  seq = engine.request_sweep("periodic", {}, std::nullopt, true);
+  seq = engine.request_sweep("periodic", std::nullopt, true);
   EXPECT_GE(wait_for_sweep(engine, seq), seq);
   EXPECT_EQ(new_gated->runs.load(), 1);  // the old run returned: the new check runs
   engine.stop();
@@ -192,7 +275,7 @@ TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
                           }};
   Engine engine({check}, parts.responder, 10s, {widgets});
   engine.start();
-  const auto seq = engine.request_sweep("periodic", {});
+  const auto seq = engine.request_sweep("periodic");
   for (int i = 0; i < 200 && engine.status().value("sweep_seq", std::uint64_t{0}) < seq; ++i) std::this_thread::sleep_for(20ms);
   const auto status = engine.status();
   engine.stop();
