@@ -14,7 +14,7 @@
 namespace ar::healthd {
 
 enum class Action : std::uint8_t {
-  // What a fault calls for, in rising order of severity: compare with < and >.
+  // What a fault calls for, in rising order of severity (compare with severity(), not the values).
   none,         // not judged ("ignore" in an XID rule)
   warn,         // tell, keep the node
   notify_only,  // keep the node, and tell the admins: an incident notice (webhook, event log) once per
@@ -64,6 +64,20 @@ inline constexpr Action kHookable[] = {Action::drain,  Action::reboot,    Action
 
 // The steps a cure chain may hold ([[cure.chain]] steps), in the order they usually escalate.
 inline constexpr Action kCureSteps[] = {Action::reset_gpu, Action::reboot, Action::replace};
+
+// How severe what a fault calls for is: which of two faults is the worse. 0 for none and for the
+// journal's own verbs (never a fault's action).
+constexpr int severity(Action a) {
+  switch (a) {
+    case Action::warn: return 1;
+    case Action::notify_only: return 2;
+    case Action::restart_app: return 3;
+    case Action::reset_gpu: return 4;
+    case Action::drain: return 5;
+    case Action::reboot: return 6;
+    default: return 0;
+  }
+}
 
 // Whether a fault calling for `a` keeps the node in service and is only told (a check's status warn).
 constexpr bool keeps_node_in(Action a) {

@@ -34,6 +34,16 @@ TEST(Executors, EveryActionHasOneNameThatReadsBack) {
   EXPECT_FALSE(parse_action("explode"));
 }
 
+// Which fault is the worse is severity()'s answer, in the order kXidActions lists them, not the
+// enum's values: a verb of the journal is never a fault's action, and ranks with none.
+TEST(Executors, SeverityRisesAlongWhatAFaultMayCallFor) {
+  for (std::size_t i = 1; i < std::size(kXidActions); ++i)
+    EXPECT_LT(severity(kXidActions[i - 1]), severity(kXidActions[i])) << to_string(kXidActions[i]);
+  for (Action kind : {Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook, Action::replace,
+                      Action::deep_check})
+    EXPECT_EQ(severity(kind), severity(Action::none)) << to_string(kind);
+}
+
 TEST(Executors, OnlyANoticeIsCarriedOutWhileSlurmIsAway) {
   // Everything else looks at Slurm's state first (idempotent on replay): it waits for slurmctld.
   for (const auto& x : SlurmActions::executors())

@@ -16,9 +16,9 @@ struct Finding {
   std::string message;
 };
 
-int severity(const Finding& f) {
+int finding_rank(const Finding& f) {
   int s = f.status == Status::fault ? 20 : f.status == Status::warn ? 10 : 0;
-  return s + static_cast<int>(f.action);
+  return s + severity(f.action);
 }
 
 Finding finding(Action action, std::string code, std::string message) {
@@ -39,12 +39,12 @@ class Verdict {
   explicit Verdict(std::string check) { r_.check = std::move(check); }
   void add(const Finding& f) {
     if (f.status != Status::ok) ++problems_;
-    if (!worst_ || severity(f) > severity(*worst_)) worst_ = f;
+    if (!worst_ || finding_rank(f) > finding_rank(*worst_)) worst_ = f;
   }
   void add(const GpuSnapshot& g, const Finding& f) {
     add(f);
     auto& worst = worst_of_gpu_[g.index];
-    if (f.status != Status::ok && (!worst || severity(f) > severity(*worst))) worst = f;
+    if (f.status != Status::ok && (!worst || finding_rank(f) > finding_rank(*worst))) worst = f;
   }
   void gpu(const GpuSnapshot& g, nlohmann::json figures) {
     figures["index"] = g.index;

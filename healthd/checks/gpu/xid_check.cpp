@@ -146,7 +146,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
   }
   const Tracked* worst = nullptr;
   auto rank = [](const Tracked& t) {
-    return t.active ? 10 + static_cast<int>(node_action_of(t.action)) : static_cast<int>(Action::warn);
+    return t.active ? 10 + severity(node_action_of(t.action)) : severity(Action::warn);
   };
   nlohmann::json events = nlohmann::json::array();
   for (auto& [key, t] : tracked_) {

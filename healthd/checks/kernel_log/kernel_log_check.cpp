@@ -283,7 +283,7 @@ CheckResult KernelLogCheck::judge(Clock::time_point now) {
   for (const auto& [code, f] : active_) {
     faults.push_back({{"code", code}, {"message", f.message}, {"action", to_string(f.action)}, {"lines", f.lines}});
     r.also_held.push_back(code);
-    if (worst == nullptr || f.action > worst->action) worst = &f;
+    if (worst == nullptr || severity(f.action) > severity(worst->action)) worst = &f;
   }
   // What was read, so that one can tell the log is read and why a line did not count.
   nlohmann::json records = {{"read", records_read_}, {"not_kernel", not_kernel_}, {"without_priority", reader_.without_priority()}};
