@@ -8,6 +8,7 @@
 
 #include "auto_resume/job_comment.hpp"
 #include "engine/cure_plan.hpp"
+#include "policy/return_policy.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -257,35 +258,30 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   }
 
   auto& own = journal_.own_drain();
-  // A healthy pass counts once per half check interval at most: sweeps triggered in a burst (task
-  // failures, kernel-log events) are not "N checks in a row", and counted as such they resumed a node
-  // within a second of its fault clearing, before the job requeued off it had started elsewhere.
-  const bool spaced = !last_healthy_pass_ || now - *last_healthy_pass_ >= policy_.check_interval / 2;
-  // Nor is the node returned while the jobs it failed are still on their way to other nodes (a
-  // requeue in progress, or a requeued job not yet running again): they could land on it again.
-  const bool jobs_moved = !actions_.following() &&
-                          std::none_of(journal_.pending().begin(), journal_.pending().end(),
-                                       [](const JournalEntry& e) { return e.kind == Action::requeue; });
   if (own) actions_.healthy_seen(now);
-  // A cure step under way (a GPU reset running, a reboot asked for) is not a healthy node yet.
-  if (own && !own->held && full_pass && spaced && !actions_.cure_under_way()) {
-    last_healthy_pass_ = now;
-    ++healthy_passes_;
-    // A deep check that passed returns the node at the next healthy pass after it.
-    const bool checked = own->cure && own->cure->deep_checked;
-    if ((healthy_passes_ >= policy_.recovery_passes || checked) && jobs_moved) {
-      // The admin's deep check stands between a node healthd drained and its return; it journals the
-      // resume when it passes.
-      const auto& cure = policy_.cure;
-      const bool deep = !cure.deep_check.empty() && cure.deep_check_before_return && !(own->cure && own->cure->deep_checked);
-      JournalEntry resume = due_entry(deep ? Action::deep_check : Action::resume, node_, own->code, now);
-      resume.reason = own->reason;
-      bool queued = std::any_of(journal_.pending().begin(), journal_.pending().end(), [](const JournalEntry& e) {
-        return e.kind == Action::resume || e.kind == Action::deep_check;
-      });
-      if (!queued) journal(resume);
-      healthy_passes_ = 0;
-    }
+  const auto& pending = journal_.pending();
+  policy::HealthyPass pass;
+  pass.own_drain = own.has_value();
+  pass.held = own && own->held;
+  pass.full_pass = full_pass;
+  pass.spaced = !last_healthy_pass_ || now - *last_healthy_pass_ >= policy_.check_interval / 2;
+  pass.cure_under_way = own && actions_.cure_under_way();
+  pass.passes_before = healthy_passes_;
+  pass.recovery_passes = policy_.recovery_passes;
+  pass.deep_checked = own && own->cure && own->cure->deep_checked;
+  pass.deep_check_first = !policy_.cure.deep_check.empty() && policy_.cure.deep_check_before_return;
+  pass.jobs_moved = !actions_.following() &&
+                    std::none_of(pending.begin(), pending.end(), [](const JournalEntry& e) { return e.kind == Action::requeue; });
+  pass.return_pending = std::any_of(pending.begin(), pending.end(), [](const JournalEntry& e) {
+    return e.kind == Action::resume || e.kind == Action::deep_check;
+  });
+  const auto d = policy::when_healthy(pass);
+  if (d.counted) last_healthy_pass_ = now;
+  healthy_passes_ = d.passes;
+  if (d.journal) {
+    JournalEntry back = due_entry(*d.journal, node_, own->code, now);
+    back.reason = own->reason;
+    journal(back);
   }
 }
 
