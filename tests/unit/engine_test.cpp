@@ -100,6 +100,25 @@ void wait_for_sweep(const Engine& engine, std::uint64_t seq) {
   for (int i = 0; i < 500 && engine.status().value("sweep_seq", std::uint64_t{0}) < seq; ++i) std::this_thread::sleep_for(20ms);
 }
 
+// An engine with one check that finds an XID, busy in its first sweep: what is asked for meanwhile
+// waits for it.
+struct BusyEngine {
+  EngineParts parts;
+  std::shared_ptr<GatedCheck> check = std::make_shared<GatedCheck>(true);
+  Engine engine{{check}, parts.responder, 10s};
+  BusyEngine() {
+    engine.start();
+    engine.request_sweep("periodic");
+    check->wait_for_runs(1);
+  }
+  // Lets the first sweep end, waits for sweep `seq`, and stops the engine (its journal may be read then).
+  void finish(std::uint64_t seq) {
+    check->let_go();
+    wait_for_sweep(engine, seq);
+    engine.stop();
+  }
+};
+
 }  // namespace
 
 // Issue 10 item 14: each failed task of a 2,000-task step queued a sweep of its own.
@@ -146,42 +165,27 @@ TEST(Engine, AnEventFromAWatchersThreadJudgesTheJobsOfTheEnginesView) {
 // reaches the event loop just after. The end, handed over before the engine gets to the sweep, must
 // not take the job out of what that sweep judges, or the job the fault ended is not requeued.
 TEST(Engine, ASweepJudgesTheJobsAsTheyWereWhenItWasAskedFor) {
-  EngineParts parts;
-  auto check = std::make_shared<GatedCheck>(true);
-  Engine engine({check}, parts.responder, 10s);
-  engine.start();
-  engine.request_sweep("periodic");
-  check->wait_for_runs(1);  // busy: what follows waits for it
-  engine.set_jobs({{7, 0, true}});
+  BusyEngine busy;
+  busy.engine.set_jobs({{7, 0, true}});
   std::uint64_t seq = 0;
-  std::thread watcher([&] { seq = engine.request_sweep("kernel log event"); });
+  std::thread watcher([&] { seq = busy.engine.request_sweep("kernel log event"); });
   watcher.join();
-  engine.set_jobs({});  // the step ended, the job left the node
-  check->let_go();
-  wait_for_sweep(engine, seq);
-  engine.stop();
-  EXPECT_TRUE(parts.requeue_journalled(7));
+  busy.engine.set_jobs({});  // the step ended, the job left the node
+  busy.finish(seq);
+  EXPECT_TRUE(busy.parts.requeue_journalled(7));
 }
 
 // The same when a periodic sweep asked for meanwhile is merged into the event's: the merged sweep
 // judges the jobs of both views.
 TEST(Engine, AMergedSweepJudgesTheJobsOfBothViews) {
-  EngineParts parts;
-  auto check = std::make_shared<GatedCheck>(true);
-  Engine engine({check}, parts.responder, 10s);
-  engine.start();
-  engine.request_sweep("periodic");
-  check->wait_for_runs(1);
-  engine.set_jobs({{7, 0, true}});
-  engine.request_sweep("kernel log event");
-  engine.set_jobs({{8, 0, true}});  // job 7's step ended; job 8 started
-  const auto seq = engine.request_sweep("periodic");  // merged into the event's sweep
-  check->let_go();
-  wait_for_sweep(engine, seq);
-  engine.stop();
-  EXPECT_EQ(check->run_count(), 2);  // one sweep for both
-  EXPECT_TRUE(parts.requeue_journalled(7));
-  EXPECT_TRUE(parts.requeue_journalled(8));
+  BusyEngine busy;
+  busy.engine.set_jobs({{7, 0, true}});
+  busy.engine.request_sweep("kernel log event");
+  busy.engine.set_jobs({{8, 0, true}});  // job 7's step ended; job 8 started
+  busy.finish(busy.engine.request_sweep("periodic"));  // merged into the event's sweep
+  EXPECT_EQ(busy.check->run_count(), 2);  // one sweep for both
+  EXPECT_TRUE(busy.parts.requeue_journalled(7));
+  EXPECT_TRUE(busy.parts.requeue_journalled(8));
 }
 
 // A timeline note handed to the engine just before it is stopped (a step failed as the daemon got
