@@ -1,4 +1,4 @@
-// The cure chain's steps, carried out (see engine/cure_plan.hpp for which chain a fault gets). The
+// The cure chain's steps, carried out (see policy/cure_plan.hpp for which chain a fault gets). The
 // chain and how far it got live in healthd's own drain (state/journal.hpp CureProgress), saved with
 // the journal; each step is a journal entry like any action, so a daemon killed in the middle of a
 // step does it again after its restart (a GPU reset or a deep check twice is harmless) and never

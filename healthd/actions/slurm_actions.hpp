@@ -62,7 +62,7 @@ class SlurmActions {
     failing_after_ = failing_after;
   }
 
-  // The cure chain (engine/cure_plan.hpp, actions/cure_actions.cpp). `reset`: how GPUs are reset
+  // The cure chain (policy/cure_plan.hpp, actions/cure_actions.cpp). `reset`: how GPUs are reset
   // (empty: reset_gpus without looking at NVML); `cured(code)`: a step carried out that may have
   // cured fault `code` (a GPU reset): the checks forget what they remember of it, and the node is
   // judged again. `boot_id`: this boot's id, to tell a reboot asked for from one that happened.

@@ -50,7 +50,7 @@ struct CheckResult {
   // says nothing, shown as "n/a" (to_json: "applicable": false).
   bool applicable = true;
   // The GPUs a fault is on, as their PCI bus ids (NVML's "00000000:3B:00.0" or the kernel log's
-  // "0000:3b:00"): what a GPU reset resets (engine/cure_plan.hpp). Empty: the node, or not known.
+  // "0000:3b:00"): what a GPU reset resets (policy/cure_plan.hpp). Empty: the node, or not known.
   std::vector<std::string> gpus;
   // The XID a fault is (the XID check's results): which [[cure.chain]] with `xid` applies.
   std::optional<unsigned> xid;

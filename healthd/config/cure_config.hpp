@@ -1,7 +1,7 @@
 // [cure] and [[cure.chain]]: what healthd does after it drained a node, beyond waiting. Each fault's
 // cure is a short chain of steps (reset_gpu, reboot, replace) walked while a step does not cure it;
 // a deep check may stand between a cured node and its return, and may run on idle nodes (burn-in).
-// engine/cure_plan.hpp picks the chain of a fault; actions/slurm_actions carries the steps out.
+// policy/cure_plan.hpp picks the chain of a fault; actions/slurm_actions carries the steps out.
 #pragma once
 
 #include <chrono>

@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "auto_resume/job_comment.hpp"
-#include "engine/cure_plan.hpp"
+#include "policy/cure_plan.hpp"
 #include "policy/return_policy.hpp"
 #include "text/text.hpp"
 
@@ -190,25 +190,14 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
         n.action = policy_.report_only ? "report only" : to_string(fault->action);
         notices_->notify(n);
       }
-      JournalEntry drain = due_entry(Action::drain, node_, fault->code, now);
-      drain.reason = drain_reason(*fault, held);
-      drain.held = held;
-      // The cure: walked step by step once the drain is carried out (actions/cure_actions.cpp). A
-      // chain that starts with a reboot starts with the drain (healthd drains,
-      // Slurm reboots, and the node comes back drained for healthd to judge).
-      CureProgress cure;
-      cure.chain = cure_chain(policy_.cure, *fault, held);
-      cure.gpus = fault->gpus;
-      cure.since = now;
-      // A node kept out for an admin is not rebooted back into service behind their back.
-      drain.reboot = !held && !cure.chain.empty() && cure.chain.front() == Action::reboot;
+      // The jobs the fault ends here: their timelines tell each cure step.
+      std::vector<std::uint32_t> ended;
       for (const auto& job : jobs)
-        if (job.auto_resume && cure.jobs.size() < 64) cure.jobs.push_back(job.job_id);
-      if (trigger && trigger->auto_resume && cure.jobs.size() < 64 &&
-          std::find(cure.jobs.begin(), cure.jobs.end(), trigger->job_id) == cure.jobs.end())
-        cure.jobs.push_back(trigger->job_id);
-      drain.cure = cure;
-      if (!cure.chain.empty()) spdlog::info("node {}: cure of {}: {}", node_, fault->code, chain_text(cure.chain));
+        if (job.auto_resume) ended.push_back(job.job_id);
+      if (trigger && trigger->auto_resume) ended.push_back(trigger->job_id);
+      JournalEntry drain = policy::episode_drain(policy_.cure, *fault, held, drain_reason(*fault, held), ended, node_, now);
+      if (!drain.cure->chain.empty())
+        spdlog::info("node {}: cure of {}: {}", node_, fault->code, chain_text(drain.cure->chain));
       drain_entry = drain;
       if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
     }

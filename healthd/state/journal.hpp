@@ -29,7 +29,7 @@ using WallTime = std::chrono::system_clock::time_point;
 // why in the job's comment (the restarted job reads it), release Slurm's requeue hold.
 enum class RequeueStep : std::uint8_t { decide = 0, requeue = 1, annotate = 2, release = 3 };
 
-// How far the cure of healthd's drain got (engine/cure_plan.hpp): the chain decided when the node
+// How far the cure of healthd's drain got (policy/cure_plan.hpp): the chain decided when the node
 // was drained, the step under way, and what it came to. Saved with the drain, so a daemon killed
 // (or a node rebooted) in the middle goes on with the step it was in.
 struct CureProgress {

@@ -20,7 +20,7 @@ enum class Action : std::uint8_t {
   notify_only,  // keep the node, and tell the admins: an incident notice (webhook, event log) once per
                 // episode, carried out as a journal entry (actions/notify_executor.cpp)
   restart_app,  // the application's fault (an XID): it restarts, the node stays in (a warning here)
-  reset_gpu,    // a GPU reset cures it: the node is drained, the GPU reset once idle (a cure step, engine/cure_plan)
+  reset_gpu,    // a GPU reset cures it: the node is drained, the GPU reset once idle (a cure step, policy/cure_plan)
   drain,        // take the node out of service, requeue its auto-resume jobs
   reboot,       // only a reboot cures it: drain, and Slurm reboots the node once idle
   // What healthd carries out besides (journal entries; never a fault's action).
@@ -29,7 +29,7 @@ enum class Action : std::uint8_t {
   annotate,     // a job's admin comment: why its attempt ended
   signal,       // a job's steps and batch script: checkpoint now (a fault announced ahead)
   hook,         // an admin's program ([[policy.hook]]), when a named action was carried out
-  // Cure steps (engine/cure_plan.hpp) besides reset_gpu and reboot, and what checks a node before it returns.
+  // Cure steps (policy/cure_plan.hpp) besides reset_gpu and reboot, and what checks a node before it returns.
   replace,      // new hardware is the cure: drained for good, reason "(replacement requested)", the replace hooks
   deep_check,   // the admin's long test ([cure] deep_check) before a node healthd drained returns
 };

@@ -11,7 +11,7 @@
 
 #include "checks/gpu/xid_policy.hpp"
 #include "checks/registry.hpp"
-#include "engine/cure_plan.hpp"
+#include "policy/cure_plan.hpp"
 #include "state/journal.hpp"
 
 namespace {
@@ -79,8 +79,8 @@ TEST(CheckReference, TheCureTableIsTheDefaultChainOfEachCode) {
     const std::regex code_re("`([A-Z0-9-]+)`");
     for (std::sregex_iterator it(cells[0].begin(), cells[0].end(), code_re), end; it != end; ++it) {
       const std::string code = (*it)[1];
-      EXPECT_EQ(chain_text(default_cure_chain(code, *action)), cells[2]) << code;
-      if (auto xid = xid_of_code(code)) {
+      EXPECT_EQ(chain_text(policy::default_cure_chain(code, *action)), cells[2]) << code;
+      if (auto xid = policy::xid_of_code(code)) {
         EXPECT_EQ(node_action_of(xids.rule_for(*xid).action), *action) << code;
       }
       ++checked;

@@ -5,6 +5,7 @@
 // for an admin instead of escalating (issue 31), and a reboot comes back drained for healthd to return.
 #include <fstream>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -12,7 +13,7 @@
 
 #include "config/config.hpp"
 #include "daemon.hpp"
-#include "engine/cure_plan.hpp"
+#include "policy/cure_plan.hpp"
 #include "responder_fixture.hpp"
 
 using namespace ar::healthd;
@@ -31,7 +32,7 @@ CheckResult fault(const std::string& code, Action action, std::vector<std::strin
   r.message = "on GPU 0";
   r.action = action;
   r.gpus = std::move(gpus);
-  r.xid = xid_of_code(code);  // as the XID check's results carry it
+  r.xid = policy::xid_of_code(code);  // as the XID check's results carry it
   return r;
 }
 
@@ -116,31 +117,67 @@ struct CureFixture : Fixture {
 
 TEST(CurePlan, TheCataloguesDefaults) {
   CureConfig none;
-  EXPECT_EQ(cure_chain(none, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{reset_gpu, reboot, replace}));
-  EXPECT_EQ(cure_chain(none, fault("GPU-XID-79", reboot), false), (std::vector<Action>{reboot, replace}));
-  EXPECT_EQ(cure_chain(none, fault("GPU-ROW-REMAP-FAILED", drain), false), (std::vector<Action>{replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{reset_gpu, reboot, replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-79", reboot), false), (std::vector<Action>{reboot, replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-ROW-REMAP-FAILED", drain), false), (std::vector<Action>{replace}));
   // By code, whatever action the memory check was set to.
-  EXPECT_EQ(cure_chain(none, fault("GPU-ROW-REMAP-PENDING", drain), false), (std::vector<Action>{reset_gpu, reboot, replace}));
-  EXPECT_EQ(cure_chain(none, fault("NEURON-HW-ERR", drain), false), (std::vector<Action>{replace}));
-  EXPECT_EQ(cure_chain(none, fault("NEURON-HW-ERR", reboot), false), (std::vector<Action>{reboot, replace}));
-  EXPECT_TRUE(cure_chain(none, fault("KMSG-MCE", drain), false).empty());
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-ROW-REMAP-PENDING", drain), false), (std::vector<Action>{reset_gpu, reboot, replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("NEURON-HW-ERR", drain), false), (std::vector<Action>{replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("NEURON-HW-ERR", reboot), false), (std::vector<Action>{reboot, replace}));
+  EXPECT_TRUE(policy::cure_chain(none, fault("KMSG-MCE", drain), false).empty());
   // A node held for flapping is not cured by one more reset.
-  EXPECT_EQ(cure_chain(none, fault("GPU-XID-48", reset_gpu), true), (std::vector<Action>{replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-48", reset_gpu), true), (std::vector<Action>{replace}));
+}
+
+// A new episode's drain entry, as a table: the fault and whether the node is held, into the entry's
+// reboot, chain and the jobs its timeline lines go to.
+TEST(CurePlan, ANewEpisodesDrainCarriesItsCure) {
+  struct Row {
+    const char* what;
+    CheckResult fault;
+    bool held;
+    bool reboot;
+    std::vector<Action> chain;
+  };
+  const Row rows[] = {
+      {"only a reboot cures it: the drain is the reboot", fault("GPU-XID-79", reboot), false, true, {reboot, replace}},
+      {"a reset first: drained, the reset follows", fault("GPU-XID-48", reset_gpu), false, false, {reset_gpu, reboot, replace}},
+      {"held for flapping: never rebooted behind the admin's back", fault("GPU-XID-79", reboot), true, false, {replace}},
+      {"no chain: drain only", fault("KMSG-MCE", drain), false, false, {}},
+  };
+  const WallTime now{std::chrono::seconds(5000)};
+  for (const auto& row : rows) {
+    const auto e = policy::episode_drain(CureConfig{}, row.fault, row.held, "healthd: X: y", {7, 8, 7}, "n2", now);
+    EXPECT_EQ(e.kind, drain) << row.what;
+    EXPECT_EQ(e.node, "n2") << row.what;
+    EXPECT_EQ(e.code, row.fault.code) << row.what;
+    EXPECT_EQ(e.reason, "healthd: X: y") << row.what;
+    EXPECT_EQ(e.held, row.held) << row.what;
+    EXPECT_EQ(e.reboot, row.reboot) << row.what;
+    EXPECT_EQ(e.next_try, now) << row.what;
+    ASSERT_TRUE(e.cure) << row.what;
+    EXPECT_EQ(e.cure->chain, row.chain) << row.what;
+    EXPECT_EQ(e.cure->gpus, row.fault.gpus) << row.what;
+    EXPECT_EQ(e.cure->jobs, (std::vector<std::uint32_t>{7, 8})) << row.what;  // each once
+  }
+  std::vector<std::uint32_t> many(100);
+  std::iota(many.begin(), many.end(), 1u);
+  EXPECT_EQ(policy::episode_drain(CureConfig{}, fault("GPU-XID-79", reboot), false, "r", many, "n2", now).cure->jobs.size(), 64u);
 }
 
 TEST(CurePlan, TheAdminsChainByCodeWinsThenByXid) {
   CureConfig c;
   c.chains = {{"", 48u, {reboot}, ""}, {"GPU-XID-48", std::nullopt, {replace}, ""}, {"", 79u, {}, ""}};
-  EXPECT_EQ(cure_chain(c, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{replace}));
-  EXPECT_TRUE(cure_chain(c, fault("GPU-XID-79", reboot), false).empty());  // drain only, as the admin says
+  EXPECT_EQ(policy::cure_chain(c, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{replace}));
+  EXPECT_TRUE(policy::cure_chain(c, fault("GPU-XID-79", reboot), false).empty());  // drain only, as the admin says
   // The XID is the result's, not read out of its code: an admin's kernel-log rule that names its
   // code like an XID's is no XID.
   auto named_like_one = fault("GPU-XID-79", reboot);
   named_like_one.xid.reset();
-  EXPECT_EQ(cure_chain(c, named_like_one, false), (std::vector<Action>{reboot, replace}));
-  EXPECT_FALSE(xid_of_code("GPU-XID-").has_value());
-  EXPECT_FALSE(xid_of_code("GPU-XID-4x").has_value());
-  EXPECT_EQ(xid_of_code("GPU-XID-119"), 119u);
+  EXPECT_EQ(policy::cure_chain(c, named_like_one, false), (std::vector<Action>{reboot, replace}));
+  EXPECT_FALSE(policy::xid_of_code("GPU-XID-").has_value());
+  EXPECT_FALSE(policy::xid_of_code("GPU-XID-4x").has_value());
+  EXPECT_EQ(policy::xid_of_code("GPU-XID-119"), 119u);
 }
 
 TEST(Cure, AResetThatCuresReturnsTheNode) {
