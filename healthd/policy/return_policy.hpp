@@ -16,7 +16,8 @@ struct HealthyPass {
   bool held = false;              // kept out for an admin: never returned by healthd
   bool full_pass = false;         // a full sweep; a poll sweep never counts
   // Half a check interval since the last pass counted (or none yet): sweeps triggered in a burst
-  // (task failures, kernel-log events) are not "N checks in a row".
+  // (task failures, kernel-log events) are not "N checks in a row"; counted as such, they returned a
+  // node within a second of its fault clearing, before the job requeued off it ran elsewhere.
   bool spaced = false;
   bool cure_under_way = false;    // a GPU reset running, a reboot asked for: not a healthy node yet
   std::uint32_t passes_before = 0;    // healthy passes counted so far in this run of them
