@@ -9,9 +9,12 @@ load helpers
 host_of() { echo "${AR_CLUSTER_DIR}/host/$1"; }
 efa_port_state() { echo "$3" >"$(host_of "$1")/sys/class/infiniband/$2/ports/1/state"; }
 neuron_counter() { echo "$4" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/$3"; }
+# The DIMM's count is written before its controller's: a sweep that reads between the two writes then
+# sees the DIMM's error (counted and named), never the controller's count alone, which is judged
+# "no DIMM named by the driver" (seen once in CI: a periodic sweep landed between the two writes).
 edac_ue() {
-  echo "$2" >"$(host_of "$1")/sys/devices/system/edac/mc/mc0/ue_count"
   echo "$2" >"$(host_of "$1")/sys/devices/system/edac/mc/mc0/dimm1/dimm_ue_count"
+  echo "$2" >"$(host_of "$1")/sys/devices/system/edac/mc/mc0/ue_count"
 }
 neuron_unhealthy() { echo "$3" >"$(host_of "$1")/sys/devices/virtual/neuron_device/$2/stats/hardware/health_status/unhealthy_components"; }
 
