@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actions/executor.hpp"
+#include "policy/requeue_policy.hpp"  // kShareSettle
 #include "policy/share_policy.hpp"
 #include "text/text.hpp"
 

@@ -20,7 +20,6 @@
 #include <ctime>
 #include <expected>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,8 +39,6 @@
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
 #include "policy/cure_policy.hpp"
-#include "policy/requeue_policy.hpp"
-#include "policy/share_policy.hpp"
 #include "policy/sweep_rule.hpp"
 #include "vocabulary/fault_codes.hpp"
 #include "vocabulary/notice.hpp"

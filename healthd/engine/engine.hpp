@@ -1,6 +1,7 @@
 // The engine thread: runs the checks (each bounded by a deadline) when asked, hands the results to
-// the responder (which decides, into the journal), and has the journal carried out (SlurmActions). The event loop thread never blocks on a check or on
-// Slurm; it only queues requests here and reads the status snapshot.
+// the responder (which decides, into the journal), and has the journal carried out (SlurmActions).
+// The event loop thread never blocks on a check or on Slurm; it only queues requests and its view of
+// the running jobs here, and reads the status snapshot.
 #pragma once
 
 #include <condition_variable>
