@@ -8,6 +8,7 @@
 
 #include "auto_resume/job_comment.hpp"
 #include "policy/cure_plan.hpp"
+#include "policy/fault_policy.hpp"
 #include "policy/return_policy.hpp"
 #include "text/text.hpp"
 
@@ -65,51 +66,25 @@ void Responder::report(const JournalEntry& e) {
     timeline_.record(e.job_id, {e.created, node_, "report only", "would " + what + " (" + e.code + "); nothing done"});
 }
 
-std::string Responder::drain_reason(const CheckResult& fault, bool held) const {
-  std::string reason = std::string(kReasonPrefix) + " " + fault.code + ": " + fault.message;
-  if (held)
-    reason += " (" + std::to_string(policy_.flap_max_faults) + " faults within " +
-              std::to_string(policy_.flap_window.count()) + " s: kept out until an admin resumes it)";
-  return short_reason(std::move(reason));
+policy::JobAtFault Responder::at_fault(std::uint32_t job_id, std::uint32_t restart_count, bool auto_resume,
+                                      std::optional<std::uint32_t> max_resumes, std::vector<std::uint32_t> steps) const {
+  policy::JobAtFault j{job_id, restart_count, auto_resume, max_resumes, std::move(steps), {}};
+  j.journalled.requeued = journal_.requeued(job_id, restart_count);
+  j.journalled.requeue_pending = journal_.has_pending(Action::requeue, job_id, restart_count);
+  j.journalled.signalled = journal_.signalled(job_id, restart_count);
+  j.journalled.signal_pending = journal_.has_pending(Action::signal, job_id, restart_count);
+  return j;
 }
 
-bool Responder::flapping(WallTime now) {
-  auto& history = journal_.fault_history();
-  std::erase_if(history, [&](WallTime t) { return now - t > policy_.flap_window; });
-  return history.size() >= policy_.flap_max_faults;
+void Responder::hasten(const policy::JobAtFault& job, WallTime by) {
+  if (auto r = journal_.hasten(Action::requeue, job.job_id, job.restart_count, by); !r) spdlog::error("journal: {}", r.error());
 }
 
-void Responder::queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now) {
-  if (journal_.signalled(job.job_id, job.restart_count) ||
-      journal_.has_pending(Action::signal, job.job_id, job.restart_count))
-    return;
-  JournalEntry e = due_entry(Action::signal, node_, fault.code, now);
-  e.job_id = job.job_id;
-  e.restart_count = job.restart_count;
-  e.reason = fault.checkpoint_first->signal;
-  journal(e);
-}
-
-void Responder::queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before) {
-  if (journal_.requeued(job.job_id, job.restart_count)) return;
-  if (journal_.has_pending(Action::requeue, job.job_id, job.restart_count)) {
-    if (policy_.report_only) return report(due_entry(Action::requeue, node_, fault.code, now));
-    // Waiting out a checkpoint grace, and now a fault that cannot wait: requeue sooner.
-    if (auto r = journal_.hasten(Action::requeue, job.job_id, job.restart_count, not_before); !r)
-      spdlog::error("journal: {}", r.error());
-    return;
-  }
-  JournalEntry e = due_entry(Action::requeue, node_, fault.code, now);
-  e.job_id = job.job_id;
-  e.restart_count = job.restart_count;
-  e.cap = job.max_resumes;
-  e.reason = fault.message;
-  // One auto-resume srun step here: it may be run again on the job's other nodes (SlurmActions
-  // decides, with slurmctld's view of the job). Several: no telling which to re-run; a requeue.
-  if (job.auto_resume_steps.size() == 1 && fault.code != kStall && fault.code != kAppFailure)
-    e.rerun_step = job.auto_resume_steps.front();
-  e.next_try = not_before;
-  journal(e);
+void Responder::queue_requeue(const policy::JobAtFault& job, const std::string& code, const std::string& message,
+                              WallTime now) {
+  auto r = policy::requeue_for(job, code, message, now, policy_.report_only, node_, now);
+  if (r.entry) journal(std::move(*r.entry));
+  if (r.hasten) hasten(job, *r.hasten);
 }
 
 std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass) {
@@ -151,10 +126,58 @@ void Responder::act_on_stall(const StallEvent& stall, WallTime now) {
     timeline_.record(stall.job_id, {now, node_, "stall: warn only", "[policy] stall_action = \"warn\": nothing done"});
     return;
   }
-  CheckResult stalled;
-  stalled.code = kStall;
-  stalled.message = fault_message_text(stall.message);  // it names the user's heartbeat path
-  queue_requeue({stall.job_id, stall.restart_count, true, stall.max_resumes, std::nullopt, true, {}}, stalled, now, now);
+  // The message names the user's heartbeat path: bounded like a fault's.
+  queue_requeue(at_fault(stall.job_id, stall.restart_count, true, stall.max_resumes, {}), kStall,
+                fault_message_text(stall.message), now);
+}
+
+void Responder::on_fault(CheckResult fault, const std::vector<LocalJob>& jobs, const std::optional<StepFailure>& trigger,
+                         WallTime now) {
+  healthy_passes_ = 0;
+  last_healthy_pass_.reset();
+  policy::FaultFacts facts{.fault = std::move(fault),
+                           .episode = {faulty_, fault_code_},
+                           .jobs = {},
+                           .fault_history = journal_.fault_history(),
+                           .node = node_,
+                           .now = now};
+  for (const auto& j : jobs) facts.jobs.push_back(at_fault(j.job_id, j.restart_count, j.auto_resume, j.max_resumes, j.auto_resume_steps));
+  if (trigger) {
+    std::vector<std::uint32_t> steps;
+    if (trigger->auto_resume && proto::is_user_step(trigger->step_id)) steps.push_back(trigger->step_id);
+    facts.jobs.push_back(at_fault(trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes, steps));
+  }
+  const auto answer = policy::judge_fault(facts, policy_);
+  const auto& f = facts.fault;
+  faulty_ = true;
+  fault_code_ = f.code;
+  if (answer.new_episode) {
+    journal_.fault_history() = answer.fault_history;
+    tell_new_episode(f, now);
+  }
+  for (const auto& [job_id, event] : answer.notes) timeline_.record(job_id, event);
+  for (const auto& e : answer.entries) {
+    if (e.kind == Action::drain && e.cure && !e.cure->chain.empty())
+      spdlog::info("node {}: cure of {}: {}", node_, f.code, chain_text(e.cure->chain));
+    journal(e);
+  }
+  for (const auto& [job, by] : answer.hasten) hasten(job, by);
+  // The fault still there after a cure step: the chain goes on.
+  actions_.fault_seen(f.code, f.at, now);
+}
+
+void Responder::tell_new_episode(const CheckResult& fault, WallTime now) {
+  spdlog::warn("node {} is faulty: {}: {} (action {}{})", node_, fault.code, fault.message, to_string(fault.action),
+               policy_.report_only ? ", report only" : "");
+  if (notices_ == nullptr) return;
+  Notice n;
+  n.kind = NoticeKind::incident;
+  n.at = now;
+  n.node = node_;
+  n.code = fault.code;
+  n.message = fault.message;
+  n.action = policy_.report_only ? "report only" : to_string(fault.action);
+  notices_->notify(n);
 }
 
 void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vector<LocalJob>& jobs,
@@ -162,70 +185,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
   actions_.set_jobs_here(jobs.size());
   ask_sweep_rules(results, now, full_pass);
   const auto stalls = poll_stalls(jobs, now, full_pass);
-  auto fault = worst_fault(results);
-  if (fault) {
-    healthy_passes_ = 0;
-    last_healthy_pass_.reset();
-    bool new_episode = !faulty_ || fault->code != fault_code_;
-    faulty_ = true;
-    fault_code_ = fault->code;
-    // A fault announced ahead of time (EC2 maintenance, spot): the jobs are signalled to checkpoint,
-    // the node is drained at once (no new job lands on a node about to go), and the jobs are requeued
-    // when the grace is over.
-    const WallTime act_at = fault->checkpoint_first ? now + fault->checkpoint_first->grace : now;
-    std::optional<JournalEntry> drain_entry;
-    if (new_episode) {
-      // A fault only reported is not counted towards flapping: it would hold the first real drain.
-      if (!policy_.report_only) journal_.fault_history().push_back(now);
-      bool held = flapping(now);
-      spdlog::warn("node {} is faulty: {}: {} (action {}{})", node_, fault->code, fault->message, to_string(fault->action),
-                   policy_.report_only ? ", report only" : "");
-      if (notices_ != nullptr) {
-        Notice n;
-        n.kind = NoticeKind::incident;
-        n.at = now;
-        n.node = node_;
-        n.code = fault->code;
-        n.message = fault->message;
-        n.action = policy_.report_only ? "report only" : to_string(fault->action);
-        notices_->notify(n);
-      }
-      // The jobs the fault ends here: their timelines tell each cure step.
-      std::vector<std::uint32_t> ended;
-      for (const auto& job : jobs)
-        if (job.auto_resume) ended.push_back(job.job_id);
-      if (trigger && trigger->auto_resume) ended.push_back(trigger->job_id);
-      JournalEntry drain = policy::episode_drain(policy_.cure, *fault, held, drain_reason(*fault, held), ended, node_, now);
-      if (!drain.cure->chain.empty())
-        spdlog::info("node {}: cure of {}: {}", node_, fault->code, chain_text(drain.cure->chain));
-      drain_entry = drain;
-      if (!fault->checkpoint_first) journal(*drain_entry);  // else after the signals: they go first
-    }
-    std::vector<LocalJob> targets = jobs;
-    if (trigger) {
-      std::vector<std::uint32_t> steps;
-      if (trigger->auto_resume && proto::is_user_step(trigger->step_id)) steps.push_back(trigger->step_id);
-      targets.push_back({trigger->job_id, trigger->restart_count, trigger->auto_resume, trigger->max_resumes, std::nullopt,
-                         false, steps});
-    }
-    for (const auto& job : targets) {
-      if (new_episode && !journal_.requeued(job.job_id, job.restart_count))
-        timeline_.record(job.job_id, {now, node_, "fault seen", fault->code + ": " + fault->message});
-      // Jobs without the flag are never requeued by us; the drain above still protects the next job.
-      // No checkpoint signal set: none is sent (a bash or Python job without a handler dies of
-      // SIGUSR1); the job still has the grace before it is requeued.
-      if (job.auto_resume && fault->checkpoint_first && !fault->checkpoint_first->signal.empty())
-        queue_signal(job, *fault, now);
-      else if (job.auto_resume && fault->checkpoint_first && new_episode)
-        timeline_.record(job.job_id, {now, node_, "no checkpoint signal",
-                                      "[checks.ec2] checkpoint_signal is not set; requeued after the grace"});
-      if (job.auto_resume) queue_requeue(job, *fault, now, act_at);
-    }
-    if (drain_entry && fault->checkpoint_first) journal(*drain_entry);
-    // The fault still there after a cure step: the chain goes on.
-    actions_.fault_seen(fault->code, fault->at, now);
-    return;
-  }
+  if (auto fault = worst_fault(results)) return on_fault(std::move(*fault), jobs, trigger, now);
 
   if (faulty_) reported_.clear();  // the episode is over: the next one is said again
   for (const auto& s : stalls) act_on_stall(s, now);
@@ -237,10 +197,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
                        " failed and node " + node_ + " checked healthy";
     if (policy_.resume_on_any_failure) {
       timeline_.record(trigger->job_id, {now, node_, "application failure", what + "; policy resumes on any failure"});
-      CheckResult app;
-      app.code = kAppFailure;
-      app.message = what;
-      queue_requeue({trigger->job_id, trigger->restart_count, true, trigger->max_resumes, std::nullopt, false, {}}, app, now, now);
+      queue_requeue(at_fault(trigger->job_id, trigger->restart_count, true, trigger->max_resumes, {}), kAppFailure, what, now);
     } else if (!timeline_.has_event(trigger->job_id, "no fault here")) {
       timeline_.record(trigger->job_id, {now, node_, "no fault here", what + ": nothing to do on this node"});
     }

@@ -1,5 +1,7 @@
-// Decides what check results call for: the policy of auto-resume, on one node. It journals intents;
-// actions/slurm_actions.hpp carries them out on Slurm.
+// Turns each sweep into journal entries: the policy of auto-resume, on one node. It keeps the node's
+// episode, gathers the typed facts the pure policies decide from (policy/fault_policy.hpp for a faulty
+// sweep, policy/return_policy.hpp for a healthy one, the executors' sweep rules) and journals what they
+// answer; actions/slurm_actions.hpp carries the entries out on Slurm.
 //
 //   faulty node  -> drain it ("healthd: <code>: <message>") and requeue the auto-resume jobs on it,
 //                   once per failed attempt, then release Slurm's requeue hold so they start again in
@@ -44,6 +46,7 @@
 #include "checks/check.hpp"
 #include "config/config.hpp"
 #include "engine/stall_watch.hpp"
+#include "policy/fault_policy.hpp"
 #include "policy/sweep_rule.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
@@ -148,9 +151,18 @@ class Responder {
   void journal(JournalEntry e);
   // report_only: says once per episode what `e` would have done, instead of journalling it.
   void report(const JournalEntry& e);
-  void queue_requeue(const LocalJob& job, const CheckResult& fault, WallTime now, WallTime not_before);
-  void queue_signal(const LocalJob& job, const CheckResult& fault, WallTime now);
-  bool flapping(WallTime now);
+  // The fault branch of on_sweep: policy/fault_policy.hpp decides from the facts gathered here; what
+  // it answers is told, noted and journalled.
+  void on_fault(CheckResult fault, const std::vector<LocalJob>& jobs, const std::optional<StepFailure>& trigger,
+                WallTime now);
+  // A new episode's log line and incident notice.
+  void tell_new_episode(const CheckResult& fault, WallTime now);
+  // A job, with what the journal holds for this attempt of it already.
+  policy::JobAtFault at_fault(std::uint32_t job_id, std::uint32_t restart_count, bool auto_resume,
+                              std::optional<std::uint32_t> max_resumes, std::vector<std::uint32_t> steps) const;
+  // A requeue for healthd's own reason (a stall, an application failure), due now.
+  void queue_requeue(const policy::JobAtFault& job, const std::string& code, const std::string& message, WallTime now);
+  void hasten(const policy::JobAtFault& job, WallTime by);
   // The heartbeats of the jobs whose batch script runs here, read at a full sweep (so this node has
   // just checked itself): what changed is noted in the jobs' timelines; the stalls confirmed now are
   // answered, for on_sweep to act on when this node is healthy.
@@ -158,7 +170,6 @@ class Responder {
   void act_on_stall(const StallEvent& stall, WallTime now);
   // Asks each sweep rule of the executors' registry (policy/sweep_rule.hpp) and journals what it answers.
   void ask_sweep_rules(const std::vector<CheckResult>& results, WallTime now, bool full_pass);
-  std::string drain_reason(const CheckResult& fault, bool held) const;
 
   std::string node_;
   PolicyConfig policy_;

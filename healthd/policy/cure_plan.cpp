@@ -48,22 +48,4 @@ std::vector<Action> cure_chain(const CureConfig& config, const CheckResult& faul
   return default_cure_chain(fault.code, fault.action);
 }
 
-JournalEntry episode_drain(const CureConfig& config, const CheckResult& fault, bool held, std::string reason,
-                           const std::vector<std::uint32_t>& jobs, const std::string& node, WallTime now) {
-  JournalEntry drain = due_entry(Action::drain, node, fault.code, now);
-  drain.reason = std::move(reason);
-  drain.held = held;
-  CureProgress cure;
-  cure.chain = cure_chain(config, fault, held);
-  cure.gpus = fault.gpus;
-  cure.since = now;
-  drain.reboot = !held && !cure.chain.empty() && cure.chain.front() == Action::reboot;
-  constexpr std::size_t kMaxJobs = 64;  // bounded: the entry is saved with the journal
-  for (auto job : jobs)
-    if (cure.jobs.size() < kMaxJobs && std::find(cure.jobs.begin(), cure.jobs.end(), job) == cure.jobs.end())
-      cure.jobs.push_back(job);
-  drain.cure = std::move(cure);
-  return drain;
-}
-
 }  // namespace ar::healthd::policy

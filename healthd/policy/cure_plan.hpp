@@ -12,25 +12,18 @@
 //                                                         comes back once the fault clears)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "checks/check.hpp"
 #include "config/cure_config.hpp"
-#include "state/journal.hpp"
+#include "vocabulary/action.hpp"
 
 namespace ar::healthd::policy {
 
 // The chain for `fault` (status fault). `held`: the node is quarantined for flapping.
 std::vector<Action> cure_chain(const CureConfig& config, const CheckResult& fault, bool held);
-
-// The drain entry of a new fault episode on `node` at `now`, with the cure it starts: its reason
-// (`reason`, said by the caller), held or not (flapping: kept out until an admin resumes it), the
-// fault's chain and GPUs, a reboot where the chain starts with one (Slurm drains and reboots the
-// node, which comes back drained for healthd to judge; never a node held for an admin), and the
-// auto-resume jobs the fault ends here (`jobs`: each once, 64 at most), whose timelines tell each step.
-JournalEntry episode_drain(const CureConfig& config, const CheckResult& fault, bool held, std::string reason,
-                           const std::vector<std::uint32_t>& jobs, const std::string& node, WallTime now);
 
 // The catalogue's default for a code and the action its check recommends, without the admin's
 // chains: for the check reference and `healthctl explain`.

@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "daemon.hpp"
 #include "policy/cure_plan.hpp"
+#include "policy/fault_policy.hpp"
 #include "responder_fixture.hpp"
 
 using namespace ar::healthd;
