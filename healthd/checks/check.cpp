@@ -14,8 +14,8 @@ std::string to_string(Status s) {
   return "error";
 }
 
-Status status_for(Action a) {
-  if (a == Action::none) return Status::ok;
+Status status_for(Remedy a) {
+  if (a == Remedy::none) return Status::ok;
   return keeps_node_in(a) ? Status::warn : Status::fault;
 }
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 
 namespace ar::healthd {
 
@@ -27,7 +27,7 @@ std::string to_string(Status s);
 
 // The status a finding carries given the action it calls for: none passes, warn (and an
 // application's fault, restart_app) warns, the rest fault.
-Status status_for(Action a);
+Status status_for(Remedy a);
 
 // A fault announced ahead of time (an EC2 maintenance event, a spot notice): before acting, ask the
 // auto-resume jobs on the node to checkpoint (send `signal`), and act only `grace` later.
@@ -41,7 +41,7 @@ struct CheckResult {
   Status status = Status::ok;
   std::string code;        // stable fault code, e.g. "KMSG-MCE"
   std::string message;     // one line for people and for the Slurm reason
-  Action action = Action::none;
+  Remedy action = Remedy::none;
   std::chrono::milliseconds duration{0};
   std::chrono::system_clock::time_point at;
   nlohmann::json detail = nlohmann::json::object();

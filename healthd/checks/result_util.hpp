@@ -24,7 +24,7 @@ inline CheckResult not_applicable_result(std::string check, std::string message)
   return r;
 }
 
-inline CheckResult make_finding(std::string check, std::string code, Action action, std::string message) {
+inline CheckResult make_finding(std::string check, std::string code, Remedy action, std::string message) {
   CheckResult r = make_result(std::move(check), status_for(action), std::move(message));
   r.code = std::move(code);
   r.action = action;

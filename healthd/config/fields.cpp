@@ -184,6 +184,13 @@ Parsed<double> read_share(const toml::node& n) {
   return v;
 }
 
+Parsed<Remedy> read_remedy(const toml::node& n, std::span<const Remedy> allowed) {
+  auto r = n.is_string() ? parse_remedy(*n.value<std::string>()) : std::nullopt;
+  if (!r || std::find(allowed.begin(), allowed.end(), *r) == allowed.end())
+    return std::unexpected("must be one of " + remedy_names(allowed));
+  return *r;
+}
+
 Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed) {
   auto a = n.is_string() ? parse_action(*n.value<std::string>()) : std::nullopt;
   if (!a || std::find(allowed.begin(), allowed.end(), *a) == allowed.end())

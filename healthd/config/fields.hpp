@@ -23,6 +23,7 @@
 #include <toml++/toml.h>
 
 #include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -65,10 +66,12 @@ Parsed<std::vector<std::string>> read_names(const toml::node& n);
 Parsed<std::vector<std::string>> read_argv(const toml::node& n);
 Parsed<double> read_non_negative(const toml::node& n);
 Parsed<double> read_share(const toml::node& n);  // 0..1
-// One of `allowed` by name (kNodeActions: none, warn, notify_only, drain, reboot).
-Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed = kNodeActions);
-// read_action with the node actions, as a reader a KeyTable field takes.
-inline Parsed<Action> read_node_action(const toml::node& n) { return read_action(n); }
+// What a finding calls for, one of `allowed` by name (kNodeRemedies: none, warn, notify_only, drain, reboot).
+Parsed<Remedy> read_remedy(const toml::node& n, std::span<const Remedy> allowed = kNodeRemedies);
+// read_remedy with the node's remedies, as a reader a KeyTable field takes.
+inline Parsed<Remedy> read_node_remedy(const toml::node& n) { return read_remedy(n); }
+// One of the actions healthd carries out in `allowed`, by name (a hook's `on`, a cure chain's steps).
+Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed);
 
 using ValueReader = std::function<Parsed<void>(const toml::node&)>;
 std::function<Parsed<std::uint32_t>(const toml::node&)> uint_in(std::int64_t min, std::int64_t max);
@@ -102,6 +105,7 @@ inline std::string config_text(const std::string& v) { return toml_quote(v); }
 inline std::string config_text(const std::filesystem::path& v) { return toml_quote(v.string()); }
 inline std::string config_text(double v) { return number_text(v); }
 inline std::string config_text(Action a) { return toml_quote(to_string(a)); }
+inline std::string config_text(Remedy r) { return toml_quote(to_string(r)); }
 template <std::integral T>
   requires(!std::same_as<T, bool>)
 std::string config_text(T v) {

@@ -28,12 +28,12 @@ std::optional<unsigned> xid_of_code(const std::string& code) {
   return xid;
 }
 
-std::vector<Action> default_cure_chain(const std::string& code, Action action) {
+std::vector<Action> default_cure_chain(const std::string& code, Remedy remedy) {
   if (code == "GPU-ROW-REMAP-FAILED") return {replace};
   // The Neuron check drains for an error no reset or reboot repairs, and reboots for the others.
-  if (code == "NEURON-HW-ERR" && action == drain) return {replace};
-  if (reset_cures(code) || action == reset_gpu) return {reset_gpu, reboot, replace};
-  if (action == reboot) return {reboot, replace};
+  if (code == "NEURON-HW-ERR" && remedy == Remedy::drain) return {replace};
+  if (reset_cures(code) || remedy == Remedy::reset_gpu) return {reset_gpu, reboot, replace};
+  if (remedy == Remedy::reboot) return {reboot, replace};
   return {};
 }
 

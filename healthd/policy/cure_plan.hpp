@@ -19,6 +19,7 @@
 #include "checks/check.hpp"
 #include "config/cure_config.hpp"
 #include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 
 namespace ar::healthd::policy {
 
@@ -27,7 +28,7 @@ std::vector<Action> cure_chain(const CureConfig& config, const CheckResult& faul
 
 // The catalogue's default for a code and the action its check recommends, without the admin's
 // chains: for the check reference and `healthctl explain`.
-std::vector<Action> default_cure_chain(const std::string& code, Action action);
+std::vector<Action> default_cure_chain(const std::string& code, Remedy remedy);
 
 // The XID of a code "GPU-XID-<n>", if it is one: for the check reference (docs/checks.md). No
 // decision reads it: a fault's XID is CheckResult::xid.

@@ -22,7 +22,7 @@ class NotifyRule final : public SweepRule {
   std::vector<JournalEntry> judge(const SweepFacts& sweep) override {
     std::vector<NotifyFinding> found;
     for (const auto& r : sweep.results)
-      if (r.action == Action::notify_only && r.status == Status::warn)
+      if (r.action == Remedy::notify_only && r.status == Status::warn)
         found.push_back({fault_code_text(r.code), fault_message_text(r.message)});
     auto decision = decide_notify(found, open_, sweep.full_pass);
     open_ = std::move(decision.open);

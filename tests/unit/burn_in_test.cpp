@@ -87,7 +87,7 @@ TEST(BurnIn, AFailureIsAStandingFaultUntilCleared) {
   auto r = run_until(check, [](const CheckResult& c) { return c.status == Status::fault; });
   ASSERT_EQ(r.status, Status::fault) << r.message;
   EXPECT_EQ(r.code, "BURN-IN");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_NE(r.message.find("exit 226: Diagnostic: Memory bandwidth FAIL on GPU 3"), std::string::npos) << r.message;
   EXPECT_EQ(check.run().front().status, Status::fault);  // stands
   EXPECT_FALSE(check.clear("GPU-XID-48"));

@@ -74,7 +74,7 @@ TEST(CheckReference, TheCureTableIsTheDefaultChainOfEachCode) {
     for (std::size_t at = 1, next; (next = row.find(" |", at)) != std::string::npos; at = next + 2)
       cells.push_back(row.substr(at + 1, next - at - 1));
     ASSERT_EQ(cells.size(), 3u) << row;
-    const auto action = parse_action(cells[1]);
+    const auto action = parse_remedy(cells[1]);
     ASSERT_TRUE(action) << row;
     const std::regex code_re("`([A-Z0-9-]+)`");
     for (std::sregex_iterator it(cells[0].begin(), cells[0].end(), code_re), end; it != end; ++it) {

@@ -116,15 +116,15 @@ action = "drain"
   EXPECT_EQ(c->section<GpuConfig>().deadline.count(), 2000);
   EXPECT_EQ(c->section<GpuConfig>().thresholds.expected_count, 8u);
   EXPECT_TRUE(c->section<GpuConfig>().thresholds.required);
-  EXPECT_EQ(c->section<GpuConfig>().thresholds.pcie_width_action, Action::warn);
+  EXPECT_EQ(c->section<GpuConfig>().thresholds.pcie_width_action, Remedy::warn);
   EXPECT_EQ(c->section<GpuConfig>().thresholds.nvlink_expected_links, 18u);
   EXPECT_EQ(c->section<GpuConfig>().thresholds.temperature_max_c, 88u);
   EXPECT_EQ(c->section<GpuConfig>().xid_hold.count(), 120);
-  EXPECT_EQ(c->section<GpuConfig>().xid_unknown, Action::warn);
+  EXPECT_EQ(c->section<GpuConfig>().xid_unknown, Remedy::warn);
   ASSERT_EQ(c->section<GpuConfig>().xid_rules.size(), 2u);
   EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(92).count, 3u);
   EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(92).window.count(), 600);
-  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(79).action, Action::drain);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(79).action, Remedy::drain);
   EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(79).description, "GPU has fallen off the bus");  // kept from the table
 }
 
@@ -136,7 +136,7 @@ TEST(Config, BadXidRulesAreNamed) {
             std::string::npos) << c.error();
   c = parse_config("[[checks.gpu.xid]]\nxid = 74\naction = \"notify_only\"\n", "x.toml");
   ASSERT_TRUE(c) << c.error();
-  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(74).action, Action::notify_only);
+  EXPECT_EQ(c->section<GpuConfig>().xid_rules.at(74).action, Remedy::notify_only);
   c = parse_config("[[checks.gpu.xid]]\nxid = 48\naction = \"drain\"\ncount = 2\n", "x.toml");
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().find("window_s"), std::string::npos) << c.error();

@@ -25,7 +25,7 @@ namespace {
 
 using enum Action;
 
-CheckResult fault(const std::string& code, Action action, std::vector<std::string> gpus = {"00000000:3B:00.0"}) {
+CheckResult fault(const std::string& code, Remedy action, std::vector<std::string> gpus = {"00000000:3B:00.0"}) {
   CheckResult r;
   r.check = "gpu";
   r.status = Status::fault;
@@ -118,16 +118,16 @@ struct CureFixture : Fixture {
 
 TEST(CurePlan, TheCataloguesDefaults) {
   CureConfig none;
-  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{reset_gpu, reboot, replace}));
-  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-79", reboot), false), (std::vector<Action>{reboot, replace}));
-  EXPECT_EQ(policy::cure_chain(none, fault("GPU-ROW-REMAP-FAILED", drain), false), (std::vector<Action>{replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-48", Remedy::reset_gpu), false), (std::vector<Action>{reset_gpu, reboot, replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-79", Remedy::reboot), false), (std::vector<Action>{reboot, replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-ROW-REMAP-FAILED", Remedy::drain), false), (std::vector<Action>{replace}));
   // By code, whatever action the memory check was set to.
-  EXPECT_EQ(policy::cure_chain(none, fault("GPU-ROW-REMAP-PENDING", drain), false), (std::vector<Action>{reset_gpu, reboot, replace}));
-  EXPECT_EQ(policy::cure_chain(none, fault("NEURON-HW-ERR", drain), false), (std::vector<Action>{replace}));
-  EXPECT_EQ(policy::cure_chain(none, fault("NEURON-HW-ERR", reboot), false), (std::vector<Action>{reboot, replace}));
-  EXPECT_TRUE(policy::cure_chain(none, fault("KMSG-MCE", drain), false).empty());
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-ROW-REMAP-PENDING", Remedy::drain), false), (std::vector<Action>{reset_gpu, reboot, replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("NEURON-HW-ERR", Remedy::drain), false), (std::vector<Action>{replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("NEURON-HW-ERR", Remedy::reboot), false), (std::vector<Action>{reboot, replace}));
+  EXPECT_TRUE(policy::cure_chain(none, fault("KMSG-MCE", Remedy::drain), false).empty());
   // A node held for flapping is not cured by one more reset.
-  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-48", reset_gpu), true), (std::vector<Action>{replace}));
+  EXPECT_EQ(policy::cure_chain(none, fault("GPU-XID-48", Remedy::reset_gpu), true), (std::vector<Action>{replace}));
 }
 
 // A new episode's drain entry, as a table: the fault and whether the node is held, into the entry's
@@ -141,10 +141,10 @@ TEST(CurePlan, ANewEpisodesDrainCarriesItsCure) {
     std::vector<Action> chain;
   };
   const Row rows[] = {
-      {"only a reboot cures it: the drain is the reboot", fault("GPU-XID-79", reboot), false, true, {reboot, replace}},
-      {"a reset first: drained, the reset follows", fault("GPU-XID-48", reset_gpu), false, false, {reset_gpu, reboot, replace}},
-      {"held for flapping: never rebooted behind the admin's back", fault("GPU-XID-79", reboot), true, false, {replace}},
-      {"no chain: drain only", fault("KMSG-MCE", drain), false, false, {}},
+      {"only a reboot cures it: the drain is the reboot", fault("GPU-XID-79", Remedy::reboot), false, true, {reboot, replace}},
+      {"a reset first: drained, the reset follows", fault("GPU-XID-48", Remedy::reset_gpu), false, false, {reset_gpu, reboot, replace}},
+      {"held for flapping: never rebooted behind the admin's back", fault("GPU-XID-79", Remedy::reboot), true, false, {replace}},
+      {"no chain: drain only", fault("KMSG-MCE", Remedy::drain), false, false, {}},
   };
   const WallTime now{std::chrono::seconds(5000)};
   for (const auto& row : rows) {
@@ -163,17 +163,17 @@ TEST(CurePlan, ANewEpisodesDrainCarriesItsCure) {
   }
   std::vector<std::uint32_t> many(100);
   std::iota(many.begin(), many.end(), 1u);
-  EXPECT_EQ(policy::episode_drain(CureConfig{}, fault("GPU-XID-79", reboot), false, "r", many, "n2", now).cure->jobs.size(), 64u);
+  EXPECT_EQ(policy::episode_drain(CureConfig{}, fault("GPU-XID-79", Remedy::reboot), false, "r", many, "n2", now).cure->jobs.size(), 64u);
 }
 
 TEST(CurePlan, TheAdminsChainByCodeWinsThenByXid) {
   CureConfig c;
   c.chains = {{"", 48u, {reboot}, ""}, {"GPU-XID-48", std::nullopt, {replace}, ""}, {"", 79u, {}, ""}};
-  EXPECT_EQ(policy::cure_chain(c, fault("GPU-XID-48", reset_gpu), false), (std::vector<Action>{replace}));
-  EXPECT_TRUE(policy::cure_chain(c, fault("GPU-XID-79", reboot), false).empty());  // drain only, as the admin says
+  EXPECT_EQ(policy::cure_chain(c, fault("GPU-XID-48", Remedy::reset_gpu), false), (std::vector<Action>{replace}));
+  EXPECT_TRUE(policy::cure_chain(c, fault("GPU-XID-79", Remedy::reboot), false).empty());  // drain only, as the admin says
   // The XID is the result's, not read out of its code: an admin's kernel-log rule that names its
   // code like an XID's is no XID.
-  auto named_like_one = fault("GPU-XID-79", reboot);
+  auto named_like_one = fault("GPU-XID-79", Remedy::reboot);
   named_like_one.xid.reset();
   EXPECT_EQ(policy::cure_chain(c, named_like_one, false), (std::vector<Action>{reboot, replace}));
   EXPECT_FALSE(policy::xid_of_code("GPU-XID-").has_value());
@@ -183,7 +183,7 @@ TEST(CurePlan, TheAdminsChainByCodeWinsThenByXid) {
 
 TEST(Cure, AResetThatCuresReturnsTheNode) {
   CureFixture f;
-  const auto xid = fault("GPU-XID-48", reset_gpu, {"0000:3b:00"});
+  const auto xid = fault("GPU-XID-48", Remedy::reset_gpu, {"0000:3b:00"});
   f.sweep_with(xid, {{7, 0, true}});
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
@@ -204,7 +204,7 @@ TEST(Cure, AResetThatCuresReturnsTheNode) {
 
 TEST(Cure, AResetThatDoesNotCureGoesOnToAReboot) {
   CureFixture f;
-  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", Remedy::drain);
   f.sweep_with(remap);
   ASSERT_EQ(f.doctor.reset_count(), 1u);
   EXPECT_EQ(f.slurm.count("reboot n2"), 0);
@@ -223,7 +223,7 @@ TEST(Cure, AFaultStillThereAfterTheRebootRequestsAReplacement) {
   PolicyConfig p;
   p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
   CureFixture f(p);
-  const auto lost = fault("GPU-LOST", reboot);
+  const auto lost = fault("GPU-LOST", Remedy::reboot);
   f.sweep_with(lost);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
   // The node comes back from its reboot (a new boot, still drained) with the same fault.
@@ -250,7 +250,7 @@ TEST(Cure, NoResetToolHoldsTheNodeSayingSoAndNeverEscalates) {
   ASSERT_EQ(p.cure.reset_command.front(), "nvidia-smi");  // as loaded where no nvidia-smi was found
   CureFixture f(p);
   f.rebuild("boot-1", /*real_reset=*/true);
-  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", Remedy::drain);
   f.sweep_with(remap);
   EXPECT_EQ(f.reason(), "healthd: GPU-ROW-REMAP-PENDING: on GPU 0 (needs a GPU reset: no reset command; set [cure] reset_command)");
   EXPECT_EQ(f.cure_status()["phase"], "cannot_run");
@@ -276,7 +276,7 @@ TEST(Cure, NoRebootProgramHoldsTheNodeSayingSoAndNeverEscalates) {
   CureFixture f(p);
   f.slurm.reboot_program = false;
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 3)"}};
-  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", Remedy::drain);
   f.sweep_with(remap);
   EXPECT_EQ(f.doctor.reset_count(), 1u);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
@@ -296,7 +296,7 @@ TEST(Cure, NoRebootProgramForAFirstStepRebootDrainsSayingWhatItNeeds) {
   p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
   CureFixture f(p);
   f.slurm.reboot_program = false;
-  const auto lost = fault("GPU-LOST", reboot);
+  const auto lost = fault("GPU-LOST", Remedy::reboot);
   for (int i = 0; i < 3; ++i) f.sweep_with(lost);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   EXPECT_EQ(f.reason(), "healthd: GPU-LOST: on GPU 0 (needs a reboot: slurm.conf has no RebootProgram)");
@@ -310,7 +310,7 @@ TEST(Cure, NoReplaceHookHoldsTheNodeSayingSo) {
   p.cure.chains = {{"", 48u, {reset_gpu, replace}, ""}};
   CureFixture f(p);
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 255)"}};
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (needs replacing: no replace hook; add a [[policy.hook]] on replace)");
   EXPECT_EQ(f.cure_status()["phase"], "cannot_run");
   EXPECT_EQ(f.cure_status()["step"], "replace");
@@ -333,7 +333,7 @@ TEST(Cure, AReasonSayingWhatTheNodeNeedsStaysWithinItsBound) {
 // healthy; never in service in between.
 TEST(Cure, ARebootComesBackDrainedAndHealthdReturnsItOnceHealthy) {
   CureFixture f;
-  const auto lost = fault("GPU-LOST", reboot);
+  const auto lost = fault("GPU-LOST", Remedy::reboot);
   f.sweep_with(lost);
   ASSERT_EQ(f.slurm.count("reboot n2"), 1);
   EXPECT_TRUE(f.slurm.nodes["n2"].drain);
@@ -354,7 +354,7 @@ TEST(Cure, ARebootedNodeGetsTheDeepCheckBeforeItReturns) {
   PolicyConfig p;
   p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
   CureFixture f(p);
-  f.sweep_with(fault("GPU-LOST", reboot));
+  f.sweep_with(fault("GPU-LOST", Remedy::reboot));
   ASSERT_EQ(f.slurm.count("reboot n2"), 1);
   f.slurm.rebooted("n2");
   f.rebuild("boot-2");
@@ -369,7 +369,7 @@ TEST(Cure, AResetThatFailsGoesToTheNextStepAtOnce) {
   p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
   CureFixture f(p);
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::failed, "GPU 00000000:3B:00.0: reset failed (exit 255)"}};
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.doctor.reset_count(), 1u);
   EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (replacement requested)");
   EXPECT_EQ(f.cure_status()["phase"], "exhausted");
@@ -382,10 +382,10 @@ TEST(Cure, ABlockedResetWaitsThenGivesUp) {
   p.cure.reset_wait = 20s;
   CureFixture f(p);
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::blocked, "GPU 00000000:3B:00.0 is used by process(es) 4242"}};
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.cure_status()["phase"], "running");
   EXPECT_NE(f.cure_status()["last"].get<std::string>().find("4242"), std::string::npos);
-  for (int i = 0; i < 30 && f.cure_status()["phase"] == "running"; ++i) f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  for (int i = 0; i < 30 && f.cure_status()["phase"] == "running"; ++i) f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_GT(f.doctor.reset_count(), 1u);  // asked again while it waited
   // The only step failed: nothing is left, the node stays out for an admin.
   EXPECT_EQ(f.cure_status()["phase"], "exhausted");
@@ -394,18 +394,18 @@ TEST(Cure, ABlockedResetWaitsThenGivesUp) {
 
 TEST(Cure, AResetWaitsForTheNodesJobsToLeave) {
   CureFixture f;
-  f.sweep_with(fault("GPU-XID-48", reset_gpu), {{8, 0, false}});  // not auto-resume: it ends by itself
-  f.sweep_with(fault("GPU-XID-48", reset_gpu), {{8, 0, false}});
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu), {{8, 0, false}});  // not auto-resume: it ends by itself
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu), {{8, 0, false}});
   EXPECT_EQ(f.doctor.reset_count(), 0u);
   EXPECT_NE(f.cure_status()["last"].get<std::string>().find("waiting for the node's jobs"), std::string::npos);
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.doctor.reset_count(), 1u);
 }
 
 TEST(Cure, ADaemonKilledDuringAResetResetsAgainAfterItsRestart) {
   CureFixture f;
   f.doctor.reset_answers = {{GpuResetOutcome::Kind::reset, "reset"}};
-  f.sweep_with(fault("GPU-XID-48", reset_gpu), {{8, 0, false}});  // the reset is journalled, waiting
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu), {{8, 0, false}});  // the reset is journalled, waiting
   ASSERT_EQ(f.doctor.reset_count(), 0u);
   // Killed here: a new daemon reads the journal.
   Journal reloaded(f.dir / "journal.json");
@@ -429,7 +429,7 @@ TEST(Cure, ADeepCheckStandsBetweenTheCureAndTheReturn) {
   PolicyConfig p;
   p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
   CureFixture f(p);
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   for (int i = 0; i < 5; ++i) f.sweep_with(std::nullopt);
   ASSERT_EQ(f.doctor.deep_checks.size(), 1u);
   EXPECT_EQ(f.doctor.deep_checks[0], p.cure.deep_check);
@@ -441,7 +441,7 @@ TEST(Cure, AFailedDeepCheckKeepsTheNodeOutWithItsMessage) {
   p.cure.deep_check = {"/usr/local/bin/nccl-allreduce", "%n"};
   CureFixture f(p);
   f.doctor.deep_answer = ProcessResult{1, false, false, false, "busbw 12.5 GB/s below 180\nmore\n", ""};
-  f.sweep_with(fault("KMSG-MCE", drain, {}));
+  f.sweep_with(fault("KMSG-MCE", Remedy::drain, {}));
   for (int i = 0; i < 8; ++i) f.sweep_with(std::nullopt);
   ASSERT_EQ(f.doctor.deep_checks.size(), 1u);
   EXPECT_EQ(f.doctor.deep_checks[0], (std::vector<std::string>{"/usr/local/bin/nccl-allreduce", "n2"}));
@@ -452,8 +452,8 @@ TEST(Cure, AFailedDeepCheckKeepsTheNodeOutWithItsMessage) {
 
 TEST(Cure, ADrainOnlyFaultRunsNoStep) {
   CureFixture f;
-  f.sweep_with(fault("KMSG-MCE", drain, {}));
-  f.sweep_with(fault("KMSG-MCE", drain, {}));
+  f.sweep_with(fault("KMSG-MCE", Remedy::drain, {}));
+  f.sweep_with(fault("KMSG-MCE", Remedy::drain, {}));
   EXPECT_EQ(f.doctor.reset_count(), 0u);
   EXPECT_EQ(f.slurm.count("reboot n2"), 0);
   EXPECT_EQ(f.cure_status()["chain"], "drain only");
@@ -465,8 +465,8 @@ TEST(Cure, ReportOnlyJournalsNoDrainAndNoStep) {
   PolicyConfig p;
   p.report_only = true;
   CureFixture f(p);
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.doctor.reset_count(), 0u);
   EXPECT_EQ(f.slurm.count("drain n2"), 0);
 }
@@ -543,11 +543,11 @@ TEST(Cure, AFaultBackDuringTheDeepCheckKeepsTheNodeOut) {
   PolicyConfig p;
   p.cure.deep_check = {"/usr/bin/dcgmi", "diag", "-r", "3"};
   CureFixture f(p);
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   for (int i = 0; i < 3; ++i) f.sweep_with(std::nullopt);  // the healthy passes journal the deep check
   ASSERT_EQ(f.doctor.deep_checks.size(), 1u);              // it passed
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));            // but the fault is back
-  for (int i = 0; i < 2; ++i) f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));            // but the fault is back
+  for (int i = 0; i < 2; ++i) f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   EXPECT_TRUE(f.slurm.nodes["n2"].drain);
   // The reset did not cure it after all: the chain goes on, and the earlier pass no longer counts.
@@ -559,7 +559,7 @@ TEST(Cure, AFaultBackDuringTheDeepCheckKeepsTheNodeOut) {
 
 TEST(Cure, AnAdminWhoResumesTheNodeMidChainEndsTheCure) {
   CureFixture f;
-  const auto remap = fault("GPU-ROW-REMAP-PENDING", drain);
+  const auto remap = fault("GPU-ROW-REMAP-PENDING", Remedy::drain);
   f.sweep_with(remap);
   ASSERT_EQ(f.doctor.reset_count(), 1u);
   // scontrol update state=resume: the admin's decision.
@@ -576,7 +576,7 @@ TEST(Cure, AReplacementWithheldByTheShareCapRequestsNothingYet) {
   PolicyConfig p;
   p.hooks = {{"replace-it", {replace}, {"/usr/local/bin/replace", "%n"}, 30s, 3, ""}};
   CureFixture f(p);
-  const auto lost = fault("GPU-LOST", reboot);
+  const auto lost = fault("GPU-LOST", Remedy::reboot);
   f.sweep_with(lost);
   ASSERT_EQ(f.slurm.count("reboot n2"), 1);
   // Back from its reboot with the fault, resumed by an admin meanwhile, while half the partition is
@@ -616,13 +616,13 @@ TEST(Cure, ReportOnlyWalksNoStepOfACureJournalledBefore) {
   f.journal.own_drain() = OwnDrain{"GPU-XID-48", "healthd: GPU-XID-48: on GPU 0", f.now - 10s, false, false, c};
   quiet.report_only = true;
   f.responder->set_policy(quiet);
-  for (int i = 0; i < 3; ++i) f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  for (int i = 0; i < 3; ++i) f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.cure_status()["phase"], "verifying");
   EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0");
   // Acting again: the fault found after the reset goes on to the replacement.
   quiet.report_only = false;
   f.responder->set_policy(quiet);
-  f.sweep_with(fault("GPU-XID-48", reset_gpu));
+  f.sweep_with(fault("GPU-XID-48", Remedy::reset_gpu));
   EXPECT_EQ(f.reason(), "healthd: GPU-XID-48: on GPU 0 (replacement requested)");
 }
 

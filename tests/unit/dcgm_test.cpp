@@ -58,7 +58,7 @@ TEST(DcgmCheck, AFailedTestIsAFaultNamingTestAndGpu) {
   DcgmCheck check(c, std::make_shared<std::atomic<std::size_t>>(0));
   auto r = check.run().at(0);
   EXPECT_EQ(r.status, Status::fault);
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.code, "GPU-DCGM-DIAG");
   EXPECT_NE(r.message.find("Memory failed on GPU 3"), std::string::npos) << r.message;
   std::ifstream args(dir / "args");

@@ -237,7 +237,7 @@ TEST(Responder, ARebootPastTheShareIsCalledOffUnlessItIsUnderWay) {
     PolicyConfig p;
     p.max_drained_share = 0.25;
     Fixture f(p);
-    f.sweep(true, {{7, 0, true}}, Action::reboot);
+    f.sweep(true, {{7, 0, true}}, Remedy::reboot);
     ASSERT_EQ(f.slurm.count("reboot n2"), 1);
     f.drained_in_the_last_sweeps_second("n1");
     f.slurm.nodes["n2"].reboot_issued = issued;

@@ -45,12 +45,12 @@ TEST(Ec2Judge, ANoticeIsAFaultThatAsksForACheckpointFirst) {
   c.checkpoint_grace = 90s;
   auto r = judge_ec2_notices(c, "spot", {{"EC2-SPOT-TERMINATE", "ec2: spot instance-action terminate"}});
   EXPECT_EQ(r.status, Status::fault);
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   ASSERT_TRUE(r.checkpoint_first);
   EXPECT_EQ(r.checkpoint_first->signal, "USR2");
   EXPECT_EQ(r.checkpoint_first->grace, 90s);
   EXPECT_EQ(judge_ec2_notices(c, "spot", {}).status, Status::ok);
-  c.action = Action::warn;
+  c.action = Remedy::warn;
   r = judge_ec2_notices(c, "spot", {{"EC2-SPOT-STOP", "x"}});
   EXPECT_EQ(r.status, Status::warn);
   EXPECT_FALSE(r.checkpoint_first);
@@ -140,7 +140,7 @@ action = "reboot"
   EXPECT_EQ(c->section<Ec2Config>().timeout, 500ms);
   EXPECT_EQ(c->section<Ec2Config>().checkpoint_signal, "USR2");
   EXPECT_EQ(c->section<Ec2Config>().checkpoint_grace, 120s);
-  EXPECT_EQ(c->section<Ec2Config>().action, Action::reboot);
+  EXPECT_EQ(c->section<Ec2Config>().action, Remedy::reboot);
   auto bad = parse_config("[checks.ec2]\ncheckpoint_signal = \"KILL\"\n", "h.toml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("h.toml:2:"), std::string::npos) << bad.error();

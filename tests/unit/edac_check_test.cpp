@@ -160,7 +160,7 @@ TEST(EdacCheck, AnUncorrectedErrorDrainsNamingTheControllerAndTheDimmLabel) {
   auto r = area(EdacCheck(EdacConfig{}, t.root()).run_at(t0), "edac.uncorrected");
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "EDAC-UE");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.message, "mc1: 2 uncorrected memory errors on DIMM CPU_SrcID#1_MC#0_Chan#1_DIMM#0 (mc1/dimm1)");
   EXPECT_EQ(r.detail["controllers"][1]["ue_count"], 2);
 
@@ -171,13 +171,13 @@ TEST(EdacCheck, AnUncorrectedErrorDrainsNamingTheControllerAndTheDimmLabel) {
             "mc0: 1 uncorrected memory error (no DIMM named by the driver) (and 1 more)");  // mc0's had no DIMM information
 
   EdacConfig c;
-  c.uncorrected_action = Action::reboot;
+  c.uncorrected_action = Remedy::reboot;
   r = area(EdacCheck(c, t.root()).run_at(t0), "edac.uncorrected");
   EXPECT_EQ(r.status, Status::fault);
-  EXPECT_EQ(r.action, Action::reboot);
-  c.uncorrected_action = Action::warn;
+  EXPECT_EQ(r.action, Remedy::reboot);
+  c.uncorrected_action = Remedy::warn;
   EXPECT_EQ(area(EdacCheck(c, t.root()).run_at(t0), "edac.uncorrected").status, Status::warn);
-  c.uncorrected_action = Action::none;
+  c.uncorrected_action = Remedy::none;
   r = area(EdacCheck(c, t.root()).run_at(t0), "edac.uncorrected");
   EXPECT_EQ(r.status, Status::ok);
   EXPECT_TRUE(r.code.empty());
@@ -217,7 +217,7 @@ TEST(EdacCheck, CorrectedErrorsAreJudgedByTheirRiseWithinTheWindowOnlyWithALimit
   auto over = area(check.run_at(t0 + 120s), "edac.corrected");
   EXPECT_EQ(over.status, Status::warn);
   EXPECT_EQ(over.code, "EDAC-CE");
-  EXPECT_EQ(over.action, Action::warn);
+  EXPECT_EQ(over.action, Remedy::warn);
   EXPECT_EQ(over.message,
             "mc0: 11 corrected memory errors within 3600 s (limit 10), most on DIMM CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (mc0/dimm1)");
   EXPECT_EQ(over.detail["controllers"][0]["rise"], 11);
@@ -243,13 +243,13 @@ TEST(EdacCheck, CorrectedActionIsTheAdminsAndDrainIsAFault) {
   ar::test::FakeTree t;
   healthy_host(t);
   auto c = limit(0);
-  c.corrected_action = Action::drain;
+  c.corrected_action = Remedy::drain;
   EdacCheck check(c, t.root());
   check.run_at(t0);
   set(t, "mc1/ce_count", 1);
   auto r = area(check.run_at(t0 + 30s), "edac.corrected");
   EXPECT_EQ(r.status, Status::fault);
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.message, "mc1: 1 corrected memory error within 3600 s (limit 0)");  // no DIMM count rose
 }
 
@@ -303,7 +303,7 @@ TEST(EdacHostile, GarbageAndHugeNumbersAreUnreadableNeverACrashOrAFault) {
   auto rs = check.run_at(t0);
   const auto& ue = area(rs, "edac.uncorrected");
   EXPECT_EQ(ue.status, Status::error);
-  EXPECT_EQ(ue.action, Action::none);
+  EXPECT_EQ(ue.action, Remedy::none);
   EXPECT_TRUE(contains(ue.message, "mc0/ue_count: not an unsigned integer: 'lots\\u001b[31m'")) << ue.message;
   EXPECT_TRUE(contains(ue.message, "(and 1 more)")) << ue.message;
   EXPECT_EQ(ue.detail["errors"].size(), 2u);
@@ -440,9 +440,9 @@ TEST(EdacConfig, DefaultsAreDrainOnUncorrectedAndCorrectedShownNotJudged) {
   ASSERT_TRUE(c) << c.error();
   const auto& e = c->section<EdacConfig>();
   EXPECT_TRUE(e.enabled);
-  EXPECT_EQ(e.uncorrected_action, Action::drain);
+  EXPECT_EQ(e.uncorrected_action, Remedy::drain);
   EXPECT_FALSE(e.max_corrected_rise);
-  EXPECT_EQ(e.corrected_action, Action::warn);
+  EXPECT_EQ(e.corrected_action, Remedy::warn);
   EXPECT_EQ(e.corrected_window, 3600s);
 }
 
@@ -459,9 +459,9 @@ corrected_window_s = 86400
   ASSERT_TRUE(c) << c.error();
   const auto& e = c->section<EdacConfig>();
   EXPECT_FALSE(e.enabled);
-  EXPECT_EQ(e.uncorrected_action, Action::reboot);
+  EXPECT_EQ(e.uncorrected_action, Remedy::reboot);
   EXPECT_EQ(e.max_corrected_rise, 250u);
-  EXPECT_EQ(e.corrected_action, Action::drain);
+  EXPECT_EQ(e.corrected_action, Remedy::drain);
   EXPECT_EQ(e.corrected_window, 86400s);
 }
 

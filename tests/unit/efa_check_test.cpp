@@ -40,7 +40,7 @@ EfaConfig config_expecting(std::uint32_t n) {
   c.expected_devices = n;
   c.counter_window = 60s;
   c.counter_thresholds = {{"rdma_read_wr_err", 5}, {"rx_drops", 100}};
-  c.counter_action = Action::drain;
+  c.counter_action = Remedy::drain;
   return c;
 }
 }  // namespace
@@ -72,7 +72,7 @@ TEST(EfaSysfs, AStateFileWithNoStateIsUnreadableNotAPortDown) {
   EXPECT_NE(snap.devices[0].ports[0].error.find("ports/1/state: no state in it"), std::string::npos) << snap.devices[0].ports[0].error;
   auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::error);
-  EXPECT_EQ(r.action, Action::none);
+  EXPECT_EQ(r.action, Remedy::none);
 }
 
 TEST(EfaSysfs, NoRdmaClassIsNoDeviceNotAnError) {
@@ -97,7 +97,7 @@ TEST(EfaJudge, FewerDevicesThanExpectedDrainsMoreWarns) {
   auto fewer = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.count");
   EXPECT_EQ(fewer.status, Status::fault);
   EXPECT_EQ(fewer.code, "EFA-COUNT");
-  EXPECT_EQ(fewer.action, Action::drain);
+  EXPECT_EQ(fewer.action, Remedy::drain);
   EXPECT_EQ(fewer.message, "1 of 2 EFA devices present");
   EXPECT_EQ(area(judge_efa({}, 4, EfaConfig{}, {}), "efa.count").status, Status::fault);  // expected, none there
   auto more = area(judge_efa(snap, 0, EfaConfig{}, {}), "efa.count");
@@ -112,7 +112,7 @@ TEST(EfaJudge, APortNotActiveDrainsNamingTheDevice) {
   auto r = area(judge_efa(snap, 2, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "EFA-PORT-DOWN");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.message, "rdmap16s27 port 1 is DOWN");
   EXPECT_EQ(r.detail["ports"].size(), 2u);
 }
@@ -122,7 +122,7 @@ TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {
   snap.devices = {efa_device("rdmap0", {{"1", "", "/sys/.../state: cannot open", {}}})};
   auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::error);
-  EXPECT_EQ(r.action, Action::none);
+  EXPECT_EQ(r.action, Remedy::none);
 }
 
 TEST(EfaJudge, CounterRiseAboveThresholdTakesTheConfiguredAction) {
@@ -135,9 +135,9 @@ TEST(EfaJudge, CounterRiseAboveThresholdTakesTheConfiguredAction) {
   EXPECT_EQ(over.status, Status::fault);
   EXPECT_EQ(over.code, "EFA-COUNTER-rdma_read_wr_err");
   EXPECT_EQ(over.message, "rdmap0 port 1: rdma_read_wr_err rose by 6 within 60 s (threshold 5)");
-  c.counter_action = Action::warn;
+  c.counter_action = Remedy::warn;
   EXPECT_EQ(at(6).status, Status::warn);
-  c.counter_action = Action::none;
+  c.counter_action = Remedy::none;
   EXPECT_EQ(at(6).status, Status::ok);
 }
 

@@ -52,7 +52,7 @@ class GatedCheck : public Check {
       r.status = Status::fault;
       r.code = "GPU-XID-79";
       r.message = "GPU has fallen off the bus";
-      r.action = Action::drain;
+      r.action = Remedy::drain;
     }
     return {r};
   }

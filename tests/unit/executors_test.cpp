@@ -34,14 +34,20 @@ TEST(Executors, EveryActionHasOneNameThatReadsBack) {
   EXPECT_FALSE(parse_action("explode"));
 }
 
-// Which fault is the worse is severity()'s answer, in the order kXidActions lists them, not the
-// enum's values: a verb of the journal is never a fault's action, and ranks with none.
+TEST(Executors, EveryRemedyHasOneNameThatReadsBack) {
+  std::set<std::string_view> names;
+  for (auto r = static_cast<int>(Remedy::none); r <= static_cast<int>(Remedy::reboot); ++r) {
+    const auto remedy = static_cast<Remedy>(r);
+    EXPECT_EQ(parse_remedy(to_string(remedy)), remedy) << to_string(remedy);
+  }
+  for (const auto& [remedy, name] : kRemedyNames) EXPECT_TRUE(names.insert(name).second) << name;
+  EXPECT_FALSE(parse_remedy("requeue"));  // a verb of the journal is never what a fault calls for
+}
+
+// Which fault is the worse is severity()'s answer, rising in the order kXidRemedies lists them.
 TEST(Executors, SeverityRisesAlongWhatAFaultMayCallFor) {
-  for (std::size_t i = 1; i < std::size(kXidActions); ++i)
-    EXPECT_LT(severity(kXidActions[i - 1]), severity(kXidActions[i])) << to_string(kXidActions[i]);
-  for (Action kind : {Action::requeue, Action::resume, Action::annotate, Action::signal, Action::hook, Action::replace,
-                      Action::deep_check})
-    EXPECT_EQ(severity(kind), severity(Action::none)) << to_string(kind);
+  for (std::size_t i = 1; i < std::size(kXidRemedies); ++i)
+    EXPECT_LT(severity(kXidRemedies[i - 1]), severity(kXidRemedies[i])) << to_string(kXidRemedies[i]);
 }
 
 TEST(Executors, OnlyANoticeIsCarriedOutWhileSlurmIsAway) {
@@ -55,7 +61,7 @@ TEST(Executors, NoExecutorForWhatIsNeverAnEntry) {
   // journal written by hand that holds one is dropped (SlurmActions::carry_out).
   std::set<Action> entries(std::begin(kEntryKinds), std::end(kEntryKinds));
   for (const auto& x : SlurmActions::executors()) EXPECT_TRUE(entries.contains(x.kind)) << to_string(x.kind);
-  for (Action a : {Action::none, Action::warn, Action::restart_app, Action::reboot})
+  for (Action a : {Action::none, Action::reboot})
     EXPECT_EQ(SlurmActions::executor_for(a), nullptr) << to_string(a);
 }
 
@@ -73,12 +79,12 @@ TEST(Executors, ASweepRuleJournalsOnlyItsOwnRowsKind) {
   // A sweep in which every action a fault may call for is found, on each severity: each rule
   // answers entries of its own kind only, for this node, due now.
   std::vector<CheckResult> results;
-  for (const auto& [action, name] : kActionNames)
+  for (const auto& [remedy, name] : kRemedyNames)
     for (Status status : {Status::warn, Status::fault}) {
       CheckResult r;
       r.check = "c";
       r.status = status;
-      r.action = action;
+      r.action = remedy;
       r.code = "CODE-" + std::string(name);
       r.message = "found";
       results.push_back(r);

@@ -27,7 +27,7 @@ FaultFacts xid79() {
   fault.status = Status::fault;
   fault.code = "GPU-XID-79";
   fault.message = "GPU has fallen off the bus";
-  fault.action = Action::reboot;
+  fault.action = Remedy::reboot;
   return FaultFacts{.fault = fault, .episode = {}, .jobs = {job(7, true), job(9, false)}, .fault_history = {}, .node = "n1",
                     .now = kNow};
 }
@@ -133,7 +133,7 @@ TEST(FaultPolicy, WhatAFaultySweepJournals) {
        "drain[reboot,jobs=7/9] requeue#7+0s requeue#9+0s rerun=2 | | #7 fault seen; #9 fault seen;"},
       {"no jobs here: the drain alone", with(xid79(), [](auto& f) { f.jobs.clear(); }), "drain[reboot] | |"},
       {"a fault a drain alone answers: no cure chain, no reboot",
-       with(xid79(), [](auto& f) { f.fault.code = "STORAGE-RO"; f.fault.action = Action::drain; }),
+       with(xid79(), [](auto& f) { f.fault.code = "STORAGE-RO"; f.fault.action = Remedy::drain; }),
        "drain[jobs=7] requeue#7+0s | | #7 fault seen; #9 fault seen;"},
   };
   for (const auto& row : rows) {

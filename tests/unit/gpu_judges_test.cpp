@@ -79,7 +79,7 @@ TEST(GpuJudges, AMissingGpuIsAFaultAndALostOneNeedsAReboot) {
   f.gpus[5].lost = "nvmlDeviceGetTemperature: GPU is lost";
   r = judge_gpu_count(f, t);
   EXPECT_EQ(r.code, "GPU-LOST");
-  EXPECT_EQ(r.action, Action::reboot);
+  EXPECT_EQ(r.action, Remedy::reboot);
   EXPECT_TRUE(mentions(r, "GPU 5 (00000000:15:00.0, GPU-1005)")) << r.message;
 }
 
@@ -106,7 +106,7 @@ TEST(GpuJudges, MemoryErrorsNameTheGpuAndTheCure) {
   f.gpus[0].retired_pages_dbe = 40;
   f.gpus[0].retired_pages_sbe = 21;
   EXPECT_EQ(judge_gpu_memory(f, t).code, "GPU-RETIRED-PAGES");
-  t.memory_action = Action::warn;
+  t.memory_action = Remedy::warn;
   EXPECT_EQ(judge_gpu_memory(f, t).status, Status::warn);
 }
 
@@ -133,7 +133,7 @@ TEST(GpuJudges, HardwareSlowdownWarnsByDefault) {
   f.gpus[4].clock_event_reasons = nvmlClocksEventReasonSwPowerCap;  // a power cap is not a fault
   EXPECT_EQ(judge_gpu_clocks(f, t).status, Status::ok);
   f.gpus[4].clock_event_reasons = nvmlClocksThrottleReasonHwThermalSlowdown;
-  t.clock_slowdown_action = Action::drain;
+  t.clock_slowdown_action = Remedy::drain;
   EXPECT_EQ(judge_gpu_clocks(f, t).status, Status::fault);
 }
 
@@ -143,7 +143,7 @@ TEST(GpuJudges, ADegradedPcieLinkCountsButAnIdleGpuMayLowerItsGeneration) {
   f.gpus[6].pcie_width = 8;
   auto r = judge_gpu_pcie(f, t);
   EXPECT_EQ(r.code, "GPU-PCIE-WIDTH");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_TRUE(mentions(r, "x8 of x16"));
   f = fleet();
   f.gpus[6].pcie_gen = 1;
@@ -189,11 +189,11 @@ TEST(GpuJudges, TheDriversRecoveryActionDecides) {
   auto f = fleet();
   f.gpus[7].recovery_action = NVML_GPU_RECOVERY_ACTION_NODE_REBOOT;
   auto r = judge_gpu_recovery(f);
-  EXPECT_EQ(r.action, Action::reboot);
+  EXPECT_EQ(r.action, Remedy::reboot);
   EXPECT_EQ(r.code, "GPU-RECOVERY-REBOOT");
   EXPECT_TRUE(mentions(r, "GPU 7"));
   f.gpus[7].recovery_action = NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET;
-  EXPECT_EQ(judge_gpu_recovery(f).action, Action::drain);
+  EXPECT_EQ(judge_gpu_recovery(f).action, Remedy::drain);
   for (auto& g : f.gpus) g.recovery_action.reset();
   f.missing_symbols = {{"nvmlDeviceGetFieldValues", "GPU recovery action"}};
   EXPECT_TRUE(mentions(judge_gpu_recovery(f), "not checked"));

@@ -93,7 +93,7 @@ TEST(Hooks, ARebootIsItsOwnActionAndAFailedRebootIsADrain) {
   Fixture f(p);
   HookRecorder rec;
   with_hooks(f, rec);
-  for (int i = 0; i < 3; ++i) f.sweep(true, {{7, 0, true}}, Action::reboot);
+  for (int i = 0; i < 3; ++i) f.sweep(true, {{7, 0, true}}, Remedy::reboot);
   settle(f, *f.responder);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
   auto calls = rec.seen();
@@ -105,7 +105,7 @@ TEST(Hooks, ARebootIsItsOwnActionAndAFailedRebootIsADrain) {
   g.slurm.reboot_program = false;
   HookRecorder drained;
   with_hooks(g, drained);
-  for (int i = 0; i < 3; ++i) g.sweep(true, {{7, 0, true}}, Action::reboot);
+  for (int i = 0; i < 3; ++i) g.sweep(true, {{7, 0, true}}, Remedy::reboot);
   settle(g, *g.responder);
   auto seen = drained.seen();
   ASSERT_EQ(seen.size(), 1u);

@@ -139,12 +139,12 @@ TEST(KernelLogCheck, ANotifyOnlyRuleKeepsTheNodeAndSaysSo) {
   check.poll();
   const auto r = check.run().at(0);
   EXPECT_EQ(r.code, "IB-LINK-DOWN");
-  EXPECT_EQ(r.action, Action::notify_only);
+  EXPECT_EQ(r.action, Remedy::notify_only);
   EXPECT_EQ(r.status, Status::warn);  // not a fault: the node stays in service
 }
 
 TEST(KernelLogMatcher, AdminRulesComeFirst) {
-  std::vector<KernelLogRule> rules{{"MY-MCE", R"(mce: .*CPU 7\b)", Action::warn, "known flaky socket"}};
+  std::vector<KernelLogRule> rules{{"MY-MCE", R"(mce: .*CPU 7\b)", Remedy::warn, "known flaky socket"}};
   auto d = default_kernel_log_rules();
   rules.insert(rules.end(), d.begin(), d.end());
   KernelLogMatcher m(rules);
@@ -163,7 +163,7 @@ TEST(KernelLogCheck, OnlyNewLinesCountAndTheFaultHoldsThenClears) {
   auto r = check.run().at(0);
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "KMSG-MCE");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   std::this_thread::sleep_for(1200ms);
   EXPECT_EQ(check.run().at(0).status, Status::ok);
 }
@@ -249,7 +249,7 @@ action = "warn"
   EXPECT_EQ(c->slurm.timeout.count(), 3);
   EXPECT_EQ(c->section<KernelLogConfig>().hold.count(), 30);
   ASSERT_EQ(c->section<KernelLogConfig>().rules.size(), 1u);
-  EXPECT_EQ(c->section<KernelLogConfig>().rules[0].action, Action::warn);
+  EXPECT_EQ(c->section<KernelLogConfig>().rules[0].action, Remedy::warn);
   EXPECT_EQ(under_root(c->host_root, "/dev/kmsg"), "/host/dev/kmsg");
 }
 
@@ -309,7 +309,7 @@ TEST(KernelLogCheck, TerminalEscapesNeverReachTheMessage) {
   for (unsigned char c : r.message) EXPECT_TRUE(c >= 0x20 && c != 0x7f) << r.message;
   EXPECT_EQ(r.message, R"(mce: [Hardware Error]: \u001b[31mCPU 3\u001b[0m\u0007 machine check\u007f)");
   // The code built from a capture is sanitized too: it goes into the Slurm reason.
-  KernelLogMatcher m({{"NIC-$1", R"(nic (\S+) down)", Action::drain, ""}});
+  KernelLogMatcher m({{"NIC-$1", R"(nic (\S+) down)", Remedy::drain, ""}});
   EXPECT_EQ(m.match(kern(3, "nic \x1b]0;owned\x07 down"))->code, R"(NIC-\u001b]0;owned\u0007)");
 }
 
@@ -375,7 +375,7 @@ TEST(KernelLogCheck, A60000ByteLineIsMatchedOnItsHead) {
 
 TEST(KernelLogMatcher, ABacktrackingPatternStaysLinear) {
   // std::regex took 116 s on this (exponential backtracking); RE2 is linear in the line.
-  KernelLogMatcher m({{"CATASTROPHIC", "(a+)+$", Action::warn, ""}});
+  KernelLogMatcher m({{"CATASTROPHIC", "(a+)+$", Remedy::warn, ""}});
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(m.match(kern(3, "aaaaaaaaaaaaaaaaaaaaaaaaaa!")));
   EXPECT_FALSE(m.match(kern(3, std::string(60000, 'a') + "!")));
@@ -623,7 +623,7 @@ TEST(KernelLogCheck, TapsSeeOnlyTheKernelsOwnRecords) {
 }
 
 TEST(KernelLogMatcher, AdminRulesAreAnchoredAndTakeNoticeOrMoreSevereByDefault) {
-  KernelLogRule rule{"IB-LINK-DOWN", "mlx5_core .*: Link down", Action::drain, ""};
+  KernelLogRule rule{"IB-LINK-DOWN", "mlx5_core .*: Link down", Remedy::drain, ""};
   EXPECT_TRUE(rule.anchored);
   EXPECT_EQ(rule.max_level, kLevelNotice);
   KernelLogMatcher m({rule});

@@ -111,7 +111,7 @@ TEST(NeuronCheck, CorrectableErrorsAreDataAndNeverDrainByDefault) {
   t.write(kNeuronDevices + "neuron1/stats/hardware/sram_ecc_corrected", "2\n");
   auto r = area(run(t, 2), "neuron.errors");
   EXPECT_EQ(r.status, Status::ok) << r.message;
-  EXPECT_EQ(r.action, Action::none);
+  EXPECT_EQ(r.action, Remedy::none);
   EXPECT_EQ(r.message, "no uncorrectable errors on 2 Neuron devices; 5 corrected (data, not judged)");
   bool shown = false;
   for (const auto& c : r.detail["counters"])
@@ -124,8 +124,8 @@ TEST(NeuronCheck, CorrectableErrorsAreDataAndNeverDrainByDefault) {
   EXPECT_EQ(over.status, Status::warn);
   EXPECT_EQ(over.code, "NEURON-ECC-CORRECTED");
   EXPECT_EQ(over.message, "neuron1: mem_ecc_corrected = 3 (corrected HBM ECC errors) (limit 2)");
-  c.corrected_action = Action::drain;
-  EXPECT_EQ(area(run(t, 2, c), "neuron.errors").action, Action::drain);
+  c.corrected_action = Remedy::drain;
+  EXPECT_EQ(area(run(t, 2, c), "neuron.errors").action, Remedy::drain);
 }
 
 TEST(NeuronCheck, AnUncorrectableErrorDrainsARepairableOneAsksForAReboot) {
@@ -135,12 +135,12 @@ TEST(NeuronCheck, AnUncorrectableErrorDrainsARepairableOneAsksForAReboot) {
   t.write(kNeuronDevices + "neuron1/stats/hardware/mem_ecc_repairable_uncorrected", "1\n");
   auto repairable = area(run(t, 2), "neuron.errors");
   EXPECT_EQ(repairable.code, "NEURON-HW-ERR");
-  EXPECT_EQ(repairable.action, Action::reboot);
+  EXPECT_EQ(repairable.action, Remedy::reboot);
   t.write(kNeuronDevices + "neuron1/stats/hardware/sram_ecc_uncorrected", "2\n");
   t.write(kNeuronDevices + "neuron1/stats/hardware/mem_ecc_corrected", "40\n");  // never counted as uncorrectable
   auto r = area(run(t, 2), "neuron.errors");
   EXPECT_EQ(r.status, Status::fault);
-  EXPECT_EQ(r.action, Action::drain);  // an unrepairable error needs the hardware replaced
+  EXPECT_EQ(r.action, Remedy::drain);  // an unrepairable error needs the hardware replaced
   EXPECT_EQ(r.message, "neuron1: sram_ecc_uncorrected = 2 (uncorrectable SRAM ECC errors) (and 1 more)");
   // cleared (driver reload or reboot): passes again
   t.write(kNeuronDevices + "neuron1/stats/hardware/sram_ecc_uncorrected", "0\n");
@@ -182,7 +182,7 @@ TEST(NeuronCheck, ADriverBeforeTheEccCountersIsABrokenCheckNamingItsVersion) {
   host(t, 2, shape, "2.12.5.0");
   auto r = area(run(t, 2), "neuron.errors");
   EXPECT_EQ(r.status, Status::error);
-  EXPECT_EQ(r.action, Action::none);
+  EXPECT_EQ(r.action, Remedy::none);
   EXPECT_EQ(r.message,
             "neuron0: Neuron driver 2.12.5.0 predates the ECC counters in sysfs (added in 2.14): uncorrectable errors "
             "cannot be seen; upgrade aws-neuronx-dkms (and 1 more)");
@@ -250,16 +250,16 @@ TEST(NeuronCheck, TheDriversHealthBitmapDrainsOnADocumentedSubsystemOnly) {
   auto r = health();
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "NEURON-UNHEALTHY");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.message, "neuron1: the Neuron driver reports hbm, link_efa unhealthy (stats/hardware/health_status/unhealthy_components)");
   NeuronConfig warn_only;
-  warn_only.unhealthy_action = Action::warn;
+  warn_only.unhealthy_action = Remedy::warn;
   EXPECT_EQ(health(warn_only).status, Status::warn);
   // a word that is no documented subsystem (a format this healthd does not know): told, never a drain
   t.write(file, "0x00000040\n");
   auto odd = health();
   EXPECT_EQ(odd.status, Status::warn);
-  EXPECT_EQ(odd.action, Action::warn);
+  EXPECT_EQ(odd.action, Remedy::warn);
   EXPECT_TRUE(has(odd.message, "no subsystem this healthd knows")) << odd.message;
   // the errors result is untouched by the bitmap
   EXPECT_EQ(area(run(t, 2), "neuron.errors").status, Status::ok);
@@ -316,7 +316,7 @@ TEST(NeuronCheck, AnUnreadableKnownCounterIsAnErrorNotAFault) {
   t.write(kNeuronDevices + "neuron0/stats/hardware/some_new_text_node", "hello\n");  // unknown, not a number: ignored
   auto r = area(run(t, 1), "neuron.errors");
   EXPECT_EQ(r.status, Status::error);
-  EXPECT_EQ(r.action, Action::none);
+  EXPECT_EQ(r.action, Remedy::none);
   EXPECT_TRUE(has(r.message, "mem_ecc_uncorrected: not an unsigned integer")) << r.message;
   EXPECT_EQ(r.message.find("some_new_text_node"), std::string::npos) << r.message;
 }

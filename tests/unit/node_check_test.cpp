@@ -64,7 +64,7 @@ TEST(NodeInfo, AnEmptyTreeIsUnreadableNotEmpty) {
   c.expected_cpus = 4;
   c.min_memory_gib = 1;
   c.min_shm_gib = 1;
-  c.clock_action = Action::none;
+  c.clock_action = Remedy::none;
   for (const auto& r : judge_node(s, c)) EXPECT_NE(r.status, Status::fault) << r.check;
   EXPECT_EQ(area(judge_node(s, c), "node.process.munged").status, Status::error);
 }
@@ -96,7 +96,7 @@ TEST(NodeJudge, CpusMemoryAndShmBelowExpectationDrain) {
   EXPECT_EQ(area(rs, "node.memory").code, "NODE-MEM");
   EXPECT_EQ(area(rs, "node.memory").message, "1500.0 GiB of memory, at least 1843.2 GiB expected");
   EXPECT_EQ(area(rs, "node.shm").code, "NODE-SHM");
-  EXPECT_EQ(area(rs, "node.shm").action, Action::drain);
+  EXPECT_EQ(area(rs, "node.shm").action, Remedy::drain);
 }
 
 TEST(NodeJudge, ClockUnsyncTakesTheConfiguredAction) {
@@ -105,12 +105,12 @@ TEST(NodeJudge, ClockUnsyncTakesTheConfiguredAction) {
   s.clock = ClockState{true, 16000000};
   EXPECT_EQ(area(judge_node(s, c), "node.clock").status, Status::warn);
   EXPECT_EQ(area(judge_node(s, c), "node.clock").code, "NODE-CLOCK-UNSYNC");
-  c.clock_action = Action::drain;
+  c.clock_action = Remedy::drain;
   EXPECT_EQ(area(judge_node(s, c), "node.clock").status, Status::fault);
-  c.clock_action = Action::none;
+  c.clock_action = Remedy::none;
   EXPECT_EQ(area(judge_node(s, c), "node.clock").status, Status::ok);
   s.clock = std::unexpected("ntp_adjtime: EPERM");
-  c.clock_action = Action::warn;
+  c.clock_action = Remedy::warn;
   EXPECT_EQ(area(judge_node(s, c), "node.clock").status, Status::error);
 }
 

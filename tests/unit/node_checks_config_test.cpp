@@ -14,7 +14,7 @@ TEST(NodeChecksConfig, DefaultsCannotDrainANodeWithoutTheHardware) {
   ASSERT_TRUE(c) << c.error();
   EXPECT_TRUE(c->section<EfaConfig>().enabled);
   EXPECT_FALSE(c->section<EfaConfig>().expected_devices);
-  EXPECT_EQ(c->section<EfaConfig>().counter_action, Action::warn);
+  EXPECT_EQ(c->section<EfaConfig>().counter_action, Remedy::warn);
   EXPECT_TRUE(c->section<EfaConfig>().counter_thresholds.contains("rdma_read_wr_err"));
   EXPECT_FALSE(c->section<NeuronConfig>().expected_devices);
   EXPECT_EQ(c->section<NeuronConfig>().max_uncorrected, 0u);
@@ -59,7 +59,7 @@ required_processes = ["munged", "slurmd", "sshd"]
   EXPECT_EQ(c->profile_dir, "/etc/x/profiles");
   EXPECT_EQ(c->section<EfaConfig>().expected_devices, 32u);
   EXPECT_EQ(c->section<EfaConfig>().counter_window.count(), 120);
-  EXPECT_EQ(c->section<EfaConfig>().counter_action, Action::drain);
+  EXPECT_EQ(c->section<EfaConfig>().counter_action, Remedy::drain);
   EXPECT_EQ(c->section<EfaConfig>().counter_thresholds, (std::map<std::string, std::uint64_t>{{"retrans_timeout_events", 7}, {"rx_drops", 5}}));
   EXPECT_FALSE(c->section<NeuronConfig>().enabled);
   EXPECT_EQ(c->section<NeuronConfig>().expected_devices, 16u);
@@ -68,7 +68,7 @@ required_processes = ["munged", "slurmd", "sshd"]
   EXPECT_DOUBLE_EQ(*c->section<NodeConfig>().min_memory_gib, 1900.5);
   EXPECT_DOUBLE_EQ(c->section<NodeConfig>().memory_slack_pct, 5);
   EXPECT_DOUBLE_EQ(c->section<NodeConfig>().min_shm_gib, 64);
-  EXPECT_EQ(c->section<NodeConfig>().clock_action, Action::none);
+  EXPECT_EQ(c->section<NodeConfig>().clock_action, Remedy::none);
   EXPECT_EQ(c->section<NodeConfig>().required_processes.size(), 3u);
 }
 

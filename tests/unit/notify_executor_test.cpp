@@ -23,10 +23,10 @@ CheckResult efa_counter(bool found) {
   CheckResult r;
   r.check = "efa";
   if (found) {
-    r.status = status_for(Action::notify_only);
+    r.status = status_for(Remedy::notify_only);
     r.code = "EFA-COUNT";
     r.message = "rdmap16s27: retrans_timeout_events rose by 40 in 60 s";
-    r.action = Action::notify_only;
+    r.action = Remedy::notify_only;
   }
   return r;
 }
@@ -40,9 +40,9 @@ void sweep(Fixture& f, bool found, bool full_pass = true) {
 }  // namespace
 
 TEST(NotifyOnly, ItsStatusIsAWarningTheNodeStays) {
-  EXPECT_EQ(status_for(Action::notify_only), Status::warn);
-  EXPECT_TRUE(keeps_node_in(Action::notify_only));
-  EXPECT_FALSE(takes_node_out(Action::notify_only));
+  EXPECT_EQ(status_for(Remedy::notify_only), Status::warn);
+  EXPECT_TRUE(keeps_node_in(Remedy::notify_only));
+  EXPECT_FALSE(takes_node_out(Remedy::notify_only));
 }
 
 TEST(NotifyOnly, TellsTheAdminsOncePerEpisodeAndTouchesNothingOnSlurm) {

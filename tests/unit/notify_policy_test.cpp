@@ -52,7 +52,7 @@ TEST(NotifyPolicy, TellsEachEpisodeOnce) {
 // The rule over sweeps: what calls for notify_only and stands as a warning is told, once per episode,
 // as a notify_only entry of this node; its code and message bounded as every fault's are.
 TEST(NotifyPolicy, TheSweepRuleJournalsEachNewEpisodeOnceAsAnEntryOfThisNode) {
-  auto result = [](std::string code, Action action, Status status, std::string message = "counter rose") {
+  auto result = [](std::string code, Remedy action, Status status, std::string message = "counter rose") {
     CheckResult r;
     r.check = "efa";
     r.code = std::move(code);
@@ -64,10 +64,10 @@ TEST(NotifyPolicy, TheSweepRuleJournalsEachNewEpisodeOnceAsAnEntryOfThisNode) {
   const std::string node = "trn-7";
   const WallTime t0{std::chrono::seconds(5000)};
   auto rule = notify_rule();
-  const std::vector<CheckResult> first = {result("EFA-COUNT", Action::notify_only, Status::warn),
-                                          result("KMSG-MCE", Action::drain, Status::fault),
-                                          result("EDAC-CE", Action::warn, Status::warn),
-                                          result("OLD", Action::notify_only, Status::ok)};
+  const std::vector<CheckResult> first = {result("EFA-COUNT", Remedy::notify_only, Status::warn),
+                                          result("KMSG-MCE", Remedy::drain, Status::fault),
+                                          result("EDAC-CE", Remedy::warn, Status::warn),
+                                          result("OLD", Remedy::notify_only, Status::ok)};
   auto told = rule->judge({first, true, t0, node});
   ASSERT_EQ(told.size(), 1U);
   EXPECT_EQ(told[0].kind, Action::notify_only);
@@ -85,7 +85,7 @@ TEST(NotifyPolicy, TheSweepRuleJournalsEachNewEpisodeOnceAsAnEntryOfThisNode) {
   EXPECT_EQ(notify_rule()->judge({first, true, t0, node}).size(), 1U);
   // A code and a message from outside are bounded and escaped (text/text.hpp), never carried raw.
   const std::vector<CheckResult> hostile = {
-      result(std::string(500, 'C') + "\n;rm", Action::notify_only, Status::warn, "line\nsecond\x1b[31m")};
+      result(std::string(500, 'C') + "\n;rm", Remedy::notify_only, Status::warn, "line\nsecond\x1b[31m")};
   auto bounded = notify_rule()->judge({hostile, true, t0, node});
   ASSERT_EQ(bounded.size(), 1U);
   EXPECT_EQ(bounded[0].code, fault_code_text(hostile[0].code));

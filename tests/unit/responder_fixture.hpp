@@ -235,7 +235,7 @@ struct RecordedNotices : NoticeSink {
 };
 
 // The kernel-log check's result: healthy, or the fault every test here injects (XID 79).
-inline CheckResult kernel_log_result(bool faulty, Action action = Action::drain) {
+inline CheckResult kernel_log_result(bool faulty, Remedy action = Remedy::drain) {
   CheckResult r;
   r.check = "kernel_log";
   if (faulty) {
@@ -268,7 +268,7 @@ struct Fixture {
     slurm.clock = now - 1s;
     slurm.drained_by_its_healthd(n, 0s);
   }
-  void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Action action = Action::drain) {
+  void sweep(bool faulty, std::vector<LocalJob> jobs = {{7, 0, true}}, Remedy action = Remedy::drain) {
     slurm.clock = now;
     responder->on_sweep({kernel_log_result(faulty, action)}, jobs, std::nullopt, now);
     responder->run_due(now);

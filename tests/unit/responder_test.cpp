@@ -74,8 +74,8 @@ TEST(Responder, TheUserMayLowerTheCapButNotRaiseIt) {
 
 TEST(Responder, ARebootFaultAsksSlurmToRebootAndRequeuesTheJob) {
   Fixture f;
-  f.sweep(true, {{7, 0, true}}, Action::reboot);
-  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  f.sweep(true, {{7, 0, true}}, Remedy::reboot);
+  f.sweep(true, {{7, 0, true}}, Remedy::reboot);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
   EXPECT_EQ(f.slurm.count("drain n2"), 0);
   EXPECT_EQ(f.slurm.count("requeue 7"), 1);
@@ -85,7 +85,7 @@ TEST(Responder, ARebootFaultAsksSlurmToRebootAndRequeuesTheJob) {
 TEST(Responder, WithoutARebootProgramTheNodeIsDrainedAndTheReasonSaysAReboot) {
   Fixture f;
   f.slurm.reboot_program = false;
-  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  f.sweep(true, {{7, 0, true}}, Remedy::reboot);
   EXPECT_EQ(f.slurm.count("reboot n2"), 1);
   EXPECT_EQ(f.slurm.count("drain n2"), 1);
   // The reboot cannot run here: held for an admin, the reason says what the node needs (issue 31).

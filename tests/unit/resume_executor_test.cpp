@@ -37,7 +37,7 @@ TEST(Responder, ANodeWaitingForItsRebootIsNotResumedByHealthd) {
   PolicyConfig p;
   p.recovery_passes = 1;
   Fixture f(p);
-  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  f.sweep(true, {{7, 0, true}}, Remedy::reboot);
   for (int i = 0; i < 3; ++i) f.sweep(false);
   EXPECT_EQ(f.slurm.count("resume n2"), 0);
   // Back in service after it (an admin resumed it): healthd forgets its drain and never resumes it.
@@ -55,7 +55,7 @@ TEST(Responder, ANodeBackFromItsRebootStaysDrainedUntilHealthdReturnsIt) {
   PolicyConfig p;
   p.recovery_passes = 1;
   Fixture f(p);
-  f.sweep(true, {{7, 0, true}}, Action::reboot);
+  f.sweep(true, {{7, 0, true}}, Remedy::reboot);
   f.slurm.rebooted("n2");
   EXPECT_EQ(f.slurm.nodes["n2"].reason, "healthd: GPU-XID-79: fallen off the bus : reboot issued");
   for (int i = 0; i < 4 && f.slurm.count("resume n2") == 0; ++i) {

@@ -33,17 +33,17 @@ TEST(ScriptCheck, ExitStatusIsTheVerdictAndTheFirstLineTheMessage) {
 
   r = ScriptCheck(sh("ib_link", "echo 'port 1 down' >&2; exit 2")).run();
   EXPECT_EQ(r[0].status, Status::fault);
-  EXPECT_EQ(r[0].action, Action::drain);
+  EXPECT_EQ(r[0].action, Remedy::drain);
   EXPECT_EQ(r[0].code, "SCRIPT-IB-LINK");
   EXPECT_EQ(r[0].message, "script ib_link: port 1 down");
 }
 
 TEST(ScriptCheck, AnAdminMaySayAFailureOnlyWarns) {
   auto c = sh("slow-disk", "echo 'disk slow'; exit 2");
-  c.action = Action::warn;
+  c.action = Remedy::warn;
   auto r = ScriptCheck(c).run();
   EXPECT_EQ(r[0].status, Status::warn);
-  EXPECT_EQ(r[0].action, Action::warn);
+  EXPECT_EQ(r[0].action, Remedy::warn);
 }
 
 TEST(ScriptCheck, OtherExitsSignalsAndMissingProgramsAreABrokenScriptNotAFault) {
@@ -91,8 +91,8 @@ command = ["/bin/true"]
   EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].command, (std::vector<std::string>{"/usr/lib/healthd/check-ib", "--port", "1"}));
   EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].timeout, 20s);
   EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].interval, 600s);
-  EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].action, Action::warn);
-  EXPECT_EQ(c->section<ScriptsConfig>().scripts[1].action, Action::drain);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[0].action, Remedy::warn);
+  EXPECT_EQ(c->section<ScriptsConfig>().scripts[1].action, Remedy::drain);
 
   auto bad = parse_config("[[checks.script]]\nname = \"x\"\ncommand = \"/bin/check --all\"\n", "h.toml");
   ASSERT_FALSE(bad);

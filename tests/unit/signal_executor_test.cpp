@@ -20,7 +20,7 @@ CheckResult notice(std::chrono::seconds grace) {
   r.status = Status::fault;
   r.code = "EC2-SPOT-TERMINATE";
   r.message = "ec2: spot instance-action terminate at 2027-01-05T18:02:00Z";
-  r.action = Action::drain;
+  r.action = Remedy::drain;
   r.checkpoint_first = CheckpointFirst{"USR1", grace};
   return r;
 }

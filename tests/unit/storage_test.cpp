@@ -67,7 +67,7 @@ TEST(StorageJudge, EachFaultHasItsCode) {
   EXPECT_EQ(r.status, Status::fault);
   EXPECT_EQ(r.code, "STORAGE-NOT-MOUNTED");
   EXPECT_EQ(r.message, "storage: /fsx: not mounted");
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
 
   o = healthy();
   o.entry->fstype = "ext4";
@@ -104,12 +104,12 @@ TEST(StorageJudge, EachFaultHasItsCode) {
 
 TEST(StorageJudge, TheMountsActionDecidesTheStatus) {
   auto m = fsx();
-  m.action = Action::warn;
+  m.action = Remedy::warn;
   auto o = healthy();
   o.entry.reset();
   auto r = judge_mount(m, o);
   EXPECT_EQ(r.status, Status::warn);
-  EXPECT_EQ(r.action, Action::warn);
+  EXPECT_EQ(r.action, Remedy::warn);
 }
 
 namespace {
@@ -278,7 +278,7 @@ action = "warn"
   EXPECT_DOUBLE_EQ(m.min_free_gib, 100);
   EXPECT_DOUBLE_EQ(m.min_free_percent, 2.5);
   EXPECT_FALSE(m.probe);
-  EXPECT_EQ(m.action, Action::warn);
+  EXPECT_EQ(m.action, Remedy::warn);
 
   auto bad = parse_config("[[checks.storage.mount]]\npath = \"/fsx\"\nfree_gib = 3\n", "h.toml");
   ASSERT_FALSE(bad);

@@ -19,25 +19,25 @@ const XidCheck::Clock::time_point xid_t0 = XidCheck::Clock::time_point(std::chro
 
 TEST(XidPolicy, DefaultsFollowTheCatalogueBuckets) {
   auto p = XidPolicy::defaults();
-  EXPECT_EQ(p.rule_for(79).action, Action::reboot);
-  EXPECT_EQ(p.rule_for(160).action, Action::reboot);
+  EXPECT_EQ(p.rule_for(79).action, Remedy::reboot);
+  EXPECT_EQ(p.rule_for(160).action, Remedy::reboot);
   for (unsigned x : {48u, 74u, 94u, 95u, 119u, 120u, 140u}) {
     // A GPU reset cures these: the node is drained first (takes_node_out), the reset follows.
-    EXPECT_EQ(node_action_of(p.rule_for(x).action), Action::reset_gpu) << x;
+    EXPECT_EQ(node_action_of(p.rule_for(x).action), Remedy::reset_gpu) << x;
     EXPECT_TRUE(takes_node_out(node_action_of(p.rule_for(x).action))) << x;
     EXPECT_EQ(status_for(p.rule_for(x).action), Status::fault) << x;
   }
   for (unsigned x : {13u, 31u, 43u, 45u, 63u, 68u, 92u, 109u}) {
-    EXPECT_LT(node_action_of(p.rule_for(x).action), Action::drain) << x;
+    EXPECT_LT(node_action_of(p.rule_for(x).action), Remedy::drain) << x;
     EXPECT_NE(status_for(p.rule_for(x).action), Status::fault) << x;
   }
-  EXPECT_EQ(p.rule_for(999).action, Action::drain);  // unknown: drained, an admin may lower it
+  EXPECT_EQ(p.rule_for(999).action, Remedy::drain);  // unknown: drained, an admin may lower it
 }
 
 TEST(XidPolicy, ActionNamesRoundTrip) {
-  for (auto a : kXidActions)
-    EXPECT_EQ(parse_action(to_string(a)), a);
-  EXPECT_FALSE(parse_action("explode"));
+  for (auto a : kXidRemedies)
+    EXPECT_EQ(parse_remedy(to_string(a)), a);
+  EXPECT_FALSE(parse_remedy("explode"));
 }
 
 TEST(XidLine, ParsesTheNvrmFormat) {
@@ -101,7 +101,7 @@ TEST(XidCheck, ARebootXidIsAFaultCallingForAReboot) {
   EXPECT_TRUE(check.record(event(79, xid_t0)));
   auto r = check.judge(xid_t0 + 1s);
   EXPECT_EQ(r.status, Status::fault);
-  EXPECT_EQ(r.action, Action::reboot);
+  EXPECT_EQ(r.action, Remedy::reboot);
   EXPECT_EQ(r.code, "GPU-XID-79");
   EXPECT_EQ(r.xid, 79u);  // typed: the cure chains of [[cure.chain]] xid = 79 apply
   EXPECT_NE(r.message.find("GPU 1 (00000000:18:00.0, GPU-aaa)"), std::string::npos) << r.message;
@@ -112,23 +112,23 @@ TEST(XidCheck, AnApplicationXidOnlyWarns) {
   EXPECT_FALSE(check.record(event(13, xid_t0)));
   auto r = check.judge(xid_t0 + 1s);
   EXPECT_EQ(r.status, Status::warn);
-  EXPECT_LT(r.action, Action::drain);
+  EXPECT_LT(r.action, Remedy::drain);
 }
 
 TEST(XidCheck, ANotifyOnlyXidKeepsTheNodeInAndIsJudgedAtOnce) {
   auto policy = XidPolicy::defaults();
-  policy.set(74, {Action::notify_only, 1, 0s, "NVLink error"});
+  policy.set(74, {Remedy::notify_only, 1, 0s, "NVLink error"});
   XidCheck check(policy, 60s);
   EXPECT_TRUE(check.record(event(74, xid_t0)));  // a notice to carry out: judged now, not at the next sweep
   auto r = check.judge(xid_t0 + 1s);
   EXPECT_EQ(r.status, Status::warn);
-  EXPECT_EQ(r.action, Action::notify_only);
+  EXPECT_EQ(r.action, Remedy::notify_only);
   EXPECT_EQ(r.code, "GPU-XID-74");
   // It outranks an application's XID (a warning), and a drain XID outranks it.
   check.record(event(13, xid_t0 + 2s));
-  EXPECT_EQ(check.judge(xid_t0 + 3s).action, Action::notify_only);
+  EXPECT_EQ(check.judge(xid_t0 + 3s).action, Remedy::notify_only);
   check.record(event(48, xid_t0 + 4s));
-  EXPECT_EQ(check.judge(xid_t0 + 5s).action, Action::reset_gpu);
+  EXPECT_EQ(check.judge(xid_t0 + 5s).action, Remedy::reset_gpu);
 }
 
 TEST(XidCheck, HoldsEveryXidItTracksNotOnlyTheWorst) {
@@ -142,7 +142,7 @@ TEST(XidCheck, HoldsEveryXidItTracksNotOnlyTheWorst) {
 
 TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
   auto policy = XidPolicy::defaults();
-  policy.set(48, {Action::reset_gpu, 2, 600s, "double-bit ECC error"});
+  policy.set(48, {Remedy::reset_gpu, 2, 600s, "double-bit ECC error"});
   XidCheck check(policy, 60s);
   EXPECT_FALSE(check.record(event(48, xid_t0, "nvml")));
   EXPECT_FALSE(check.record(event(48, xid_t0 + 1s, "kernel_log")));  // the same one, seen in the log
@@ -153,7 +153,7 @@ TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
 
 TEST(XidCheck, ACountInAWindowHoldsOnlyWithinTheWindow) {
   auto policy = XidPolicy::defaults();
-  policy.set(92, {Action::drain, 3, 60s, "high single-bit ECC error rate"});
+  policy.set(92, {Remedy::drain, 3, 60s, "high single-bit ECC error rate"});
   XidCheck check(policy, 30s);
   EXPECT_FALSE(check.record(event(92, xid_t0)));
   EXPECT_FALSE(check.record(event(92, xid_t0 + 50s)));
@@ -174,7 +174,7 @@ TEST(XidCheck, AFaultHoldsThenClearsButNeverBeforeASweepSawIt) {
 
 TEST(XidCheck, IgnoredXidsLeaveNoTrace) {
   auto policy = XidPolicy::defaults();
-  policy.set(43, {Action::none, 1, 0s, "ours"});
+  policy.set(43, {Remedy::none, 1, 0s, "ours"});
   XidCheck check(policy, 10s);
   EXPECT_FALSE(check.record(event(43, xid_t0)));
   EXPECT_EQ(check.judge(xid_t0 + 1s).status, Status::ok);
@@ -193,20 +193,20 @@ TEST(XidCheck, FaultsSurviveARestartButARebootCuresWhatItCures) {
   {
     XidCheck restarted(XidPolicy::defaults(), 600s, dir / "xid.json", boot);
     auto r = restarted.judge(now + 1s);
-    EXPECT_EQ(r.action, Action::reboot);
+    EXPECT_EQ(r.action, Remedy::reboot);
     EXPECT_EQ(r.detail["events"].size(), 2u);
   }
   std::ofstream(boot) << "boot-2\n";  // the node rebooted
   XidCheck rebooted(XidPolicy::defaults(), 600s, dir / "xid.json", boot);
   auto r = rebooted.judge(now + 2s);
   EXPECT_EQ(r.code, "GPU-XID-8");  // XID 79 is cured by the reboot; XID 8 (inspect) is not
-  EXPECT_EQ(r.action, Action::drain);
+  EXPECT_EQ(r.action, Remedy::drain);
 }
 
 TEST(XidCheck, RepeatsAreWrittenByTheNextSweepAndSurviveARestart) {
   ar::test::TempDir dir;
   auto policy = XidPolicy::defaults();
-  policy.set(92, {Action::drain, 3, 600s, "high single-bit ECC error rate"});
+  policy.set(92, {Remedy::drain, 3, 600s, "high single-bit ECC error rate"});
   auto now = XidCheck::Clock::now();
   {
     XidCheck check(policy, 600s, dir / "xid.json");

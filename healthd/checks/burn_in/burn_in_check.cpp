@@ -86,7 +86,7 @@ std::vector<CheckResult> BurnInCheck::run() {
       } else {
         last_ = "failed: " + failure;
         spdlog::error("burn_in: the deep check failed on an idle node: {}", failure);
-        failure_ = make_finding(name(), "BURN-IN", Action::drain, "burn-in on the idle node failed: " + failure);
+        failure_ = make_finding(name(), "BURN-IN", Remedy::drain, "burn-in on the idle node failed: " + failure);
       }
     }
   }

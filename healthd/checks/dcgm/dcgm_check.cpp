@@ -154,7 +154,7 @@ CheckResult DcgmCheck::diagnose() {
     r.action = config_.action;
   } else {
     r.status = Status::warn;
-    r.action = Action::warn;
+    r.action = Remedy::warn;
   }
   return r;
 }

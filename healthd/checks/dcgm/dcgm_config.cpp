@@ -15,7 +15,7 @@ CheckSection dcgm_section() {
                            .field("level", &DcgmConfig::level, uint_in(1, 4))
                            .field("timeout_s", &DcgmConfig::timeout, seconds_in(10, 4 * 3600))
                            .field("interval_s", &DcgmConfig::interval, seconds_in(60, 30L * 24 * 3600))
-                           .field("action", &DcgmConfig::action, read_node_action),
+                           .field("action", &DcgmConfig::action, read_node_remedy),
                        // A dcgmi left at its default is named by the file alone in a lookup error.
                        [](DcgmConfig& c, const std::string& source) -> Parsed<void> {
                          if (c.dcgmi_where.empty()) c.dcgmi_where = source;

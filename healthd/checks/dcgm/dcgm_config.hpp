@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -17,7 +17,7 @@ struct DcgmConfig : SettingsOf<DcgmConfig> {
   std::uint32_t level = 1;                     // dcgmi diag -r: 1 quick, 2 medium, 3 long, 4 extended
   std::chrono::seconds timeout{600};
   std::chrono::seconds interval{24 * 3600};    // at most one diagnostic per interval (idle node)
-  Action action = Action::drain;               // a failed test
+  Remedy action = Remedy::drain;               // a failed test
   std::string dcgmi_where;                     // "file:line:col" of the key (or the file), for errors
 
   std::expected<void, std::string> resolve_on_host() override;

@@ -11,7 +11,7 @@ CheckSection ec2_section() {
                            .field("endpoint", &Ec2Config::endpoint, read_url)
                            .field("interval_s", &Ec2Config::interval, seconds_in(1, 3600))
                            .field("timeout_ms", &Ec2Config::timeout, millis_in(10, 10000))
-                           .field("action", &Ec2Config::action, read_node_action)
+                           .field("action", &Ec2Config::action, read_node_remedy)
                            .field("checkpoint_signal", &Ec2Config::checkpoint_signal,
                                   [](const toml::node& n) -> Parsed<std::string> {
                                     if (n.is_string() && n.value<std::string>()->empty()) return std::string();

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -18,7 +18,7 @@ struct Ec2Config : SettingsOf<Ec2Config> {
                                                     // [daemon] instance_type = "auto" asks
   std::chrono::seconds interval{5};
   std::chrono::milliseconds timeout{1000};          // one HTTP request
-  Action action = Action::drain;
+  Remedy action = Remedy::drain;
   // To every step, then the batch script (scancel). Empty (the default): none; a job without a
   // handler would die of a signal it did not ask for (bash and Python die of SIGUSR1).
   std::string checkpoint_signal;

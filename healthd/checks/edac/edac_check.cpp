@@ -103,7 +103,7 @@ CheckResult judge_uncorrected(const EdacSnapshot& snap, const EdacConfig& config
                            {"error", c.ue_error}, {"dimms", dimms}});
   }
   CheckResult r;
-  if (!faults.empty() && config.uncorrected_action != Action::none)
+  if (!faults.empty() && config.uncorrected_action != Remedy::none)
     r = make_finding("edac.uncorrected", "EDAC-UE", config.uncorrected_action, faults.front() + and_more(faults.size()));
   else if (!faults.empty())
     r = make_result("edac.uncorrected", Status::ok,
@@ -175,7 +175,7 @@ CheckResult judge_corrected(const EdacSnapshot& snap, const EdacConfig& config, 
   if (!config.max_corrected_rise) {  // shown, never judged
     r = make_result("edac.corrected", Status::ok, since + " (not judged: max_corrected_rise unset)");
     if (!cannot_read.empty()) r.message += "; " + cannot_read;
-  } else if (!over.empty() && config.corrected_action != Action::none) {
+  } else if (!over.empty() && config.corrected_action != Remedy::none) {
     r = make_finding("edac.corrected", "EDAC-CE", config.corrected_action, over.front() + and_more(over.size()));
   } else if (!over.empty()) {
     r = make_result("edac.corrected", Status::ok, over.front() + and_more(over.size()) + "; not acted on (corrected_action = \"none\")");

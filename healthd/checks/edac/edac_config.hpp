@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -15,11 +15,11 @@ struct EdacConfig : SettingsOf<EdacConfig> {
   bool enabled = true;
   // Any uncorrected error counted on a memory controller (since the EDAC driver loaded, or since an
   // admin wrote its reset_counters): this action.
-  Action uncorrected_action = Action::drain;
+  Remedy uncorrected_action = Remedy::drain;
   // Correctable errors are data, shown and never judged, unless a limit is set: a memory controller
   // whose ce_count rose by more than this within corrected_window is a finding (corrected_action).
   std::optional<std::uint64_t> max_corrected_rise;
-  Action corrected_action = Action::warn;
+  Remedy corrected_action = Remedy::warn;
   std::chrono::seconds corrected_window{3600};
 };
 

@@ -30,10 +30,10 @@ CheckResult judge_count(const EfaSnapshot& snap, std::uint32_t expected) {
   if (expected == 0 && found == 0 && snap.ignored.empty()) {
     r = not_applicable_result("efa.count", "not applicable: no EFA device, none expected");
   } else if (found < expected) {
-    r = make_finding("efa.count", "EFA-COUNT", Action::drain,
+    r = make_finding("efa.count", "EFA-COUNT", Remedy::drain,
                      std::to_string(found) + " of " + std::to_string(expected) + " EFA devices present");
   } else if (expected > 0 && found > expected) {
-    r = make_finding("efa.count", "EFA-COUNT", Action::warn,
+    r = make_finding("efa.count", "EFA-COUNT", Remedy::warn,
                      std::to_string(found) + " EFA devices, " + std::to_string(expected) + " expected (profile?)");
   } else {
     r = make_result("efa.count", Status::ok, std::to_string(found) + " EFA devices");
@@ -64,7 +64,7 @@ CheckResult judge_ports(const EfaSnapshot& snap) {
   }
   CheckResult r;
   if (!down.empty())
-    r = make_finding("efa.ports", "EFA-PORT-DOWN", Action::drain, down.front() + and_more(down.size()));
+    r = make_finding("efa.ports", "EFA-PORT-DOWN", Remedy::drain, down.front() + and_more(down.size()));
   else if (!unreadable.empty())  // the check could not look: says nothing about the node
     r = make_result("efa.ports", Status::error, "cannot read port state: " + unreadable.front() + and_more(unreadable.size()));
   else
@@ -110,7 +110,7 @@ CheckResult judge_counters(const EfaSnapshot& snap, const EfaConfig& config, con
   const auto window_s = std::to_string(config.counter_window.count());
   const auto missing = not_available(snap, config);
   CheckResult r;
-  if (first != nullptr && config.counter_action != Action::none) {
+  if (first != nullptr && config.counter_action != Remedy::none) {
     const auto where = first->port.empty() ? first->device : first->device + " port " + first->port;
     r = make_finding("efa.counters", "EFA-COUNTER-" + first->counter, config.counter_action,
                      where + ": " + first->counter + " rose by " + std::to_string(first->rise) + " within " + window_s +

@@ -27,7 +27,7 @@ CheckSection efa_section() {
                            .field("expected_devices", &EfaConfig::expected_devices, opt_uint_in(0, 1024))
                            .field("counter_window_s", &EfaConfig::counter_window, seconds_in(1, 24 * 3600))
                            .field("counter_thresholds", &EfaConfig::counter_thresholds, read_thresholds)
-                           .field("counter_action", &EfaConfig::counter_action, read_node_action));
+                           .field("counter_action", &EfaConfig::counter_action, read_node_remedy));
 }
 
 }  // namespace ar::healthd

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -27,7 +27,7 @@ struct EfaConfig : SettingsOf<EfaConfig> {
       {"impaired_remote_conn_events", 10}, {"retrans_timeout_events", 100}, {"rx_drops", 10000},
       {"cmds_err", 10},                  {"no_completion_cmds", 0},
   };
-  Action counter_action = Action::warn;  // a counter past its threshold: warn by default (network-wide events)
+  Remedy counter_action = Remedy::warn;  // a counter past its threshold: warn by default (network-wide events)
 
   void apply_profile(const InstanceProfile& profile) override {
     if (!expected_devices) expected_devices = profile.efa_devices;

@@ -24,7 +24,7 @@ std::vector<CheckResult> GpuCheck::not_answering(std::chrono::steady_clock::dura
   CheckResult r;
   r.check = "gpu.nvml";
   r.status = Status::fault;
-  r.action = Action::drain;
+  r.action = Remedy::drain;
   r.code = "GPU-NVML-HANG";
   auto call = collector_->current_call();
   auto secs = std::chrono::duration_cast<std::chrono::seconds>(blocked).count();

@@ -8,19 +8,19 @@ namespace ar::healthd {
 namespace {
 
 // The XID catalogue's "ignore" is this table's name for none; no other key takes it.
-static_assert(kXidActions[0] == Action::none, "the message below names kXidActions after none");
-Parsed<Action> read_xid_action(const toml::node& n) {
-  if (n.is_string() && *n.value<std::string>() == "ignore") return Action::none;
-  auto a = read_action(n, kXidActions);
-  if (!a) return std::unexpected("must be one of ignore, " + action_names(std::span(kXidActions).subspan(1)));
+static_assert(kXidRemedies[0] == Remedy::none, "the message below names kXidRemedies after none");
+Parsed<Remedy> read_xid_action(const toml::node& n) {
+  if (n.is_string() && *n.value<std::string>() == "ignore") return Remedy::none;
+  auto a = read_remedy(n, kXidRemedies);
+  if (!a) return std::unexpected("must be one of ignore, " + remedy_names(std::span(kXidRemedies).subspan(1)));
   return a;
 }
-std::string xid_action_text(Action a) { return a == Action::none ? toml_quote("ignore") : config_text(a); }
+std::string xid_action_text(Remedy a) { return a == Remedy::none ? toml_quote("ignore") : config_text(a); }
 
 // One [[checks.gpu.xid]] table as read, before it becomes a rule of the table.
 struct XidEntry {
   std::optional<std::uint32_t> xid;
-  std::optional<Action> action;
+  std::optional<Remedy> action;
   XidRule rule;
 };
 
@@ -29,12 +29,12 @@ const KeyTable<XidEntry>& xid_keys() {
       KeyTable<XidEntry>()
           .field("xid", &XidEntry::xid, opt_uint_in(1, 100000))
           .field("action", &XidEntry::action,
-                 [](const toml::node& n) -> Parsed<std::optional<Action>> {
+                 [](const toml::node& n) -> Parsed<std::optional<Remedy>> {
                    auto a = read_xid_action(n);
                    if (!a) return std::unexpected(a.error());
-                   return std::optional<Action>(*a);
+                   return std::optional<Remedy>(*a);
                  },
-                 [](const std::optional<Action>& a) { return a ? xid_action_text(*a) : std::string(kUnset); })
+                 [](const std::optional<Remedy>& a) { return a ? xid_action_text(*a) : std::string(kUnset); })
           .field_in("count", &XidEntry::rule, &XidRule::count, uint_in(1, 100000))
           .field_in("window_s", &XidEntry::rule, &XidRule::window, seconds_in(0, 30L * 24 * 3600))
           .field_in("description", &XidEntry::rule, &XidRule::description, read_string);
@@ -78,16 +78,16 @@ CheckSection gpu_section() {
                            .field_in("required", &GpuConfig::thresholds, &GpuThresholds::required, read_bool)
                            .field_in("ecc_uncorrected_max", &GpuConfig::thresholds, &GpuThresholds::ecc_uncorrected_max, u64_in(0, 1000000))
                            .field_in("retired_pages_max", &GpuConfig::thresholds, &GpuThresholds::retired_pages_max, uint_in(0, 100000))
-                           .field_in("memory_action", &GpuConfig::thresholds, &GpuThresholds::memory_action, read_node_action)
-                           .field_in("clock_slowdown_action", &GpuConfig::thresholds, &GpuThresholds::clock_slowdown_action, read_node_action)
-                           .field_in("pcie_width_action", &GpuConfig::thresholds, &GpuThresholds::pcie_width_action, read_node_action)
-                           .field_in("pcie_gen_action", &GpuConfig::thresholds, &GpuThresholds::pcie_gen_action, read_node_action)
+                           .field_in("memory_action", &GpuConfig::thresholds, &GpuThresholds::memory_action, read_node_remedy)
+                           .field_in("clock_slowdown_action", &GpuConfig::thresholds, &GpuThresholds::clock_slowdown_action, read_node_remedy)
+                           .field_in("pcie_width_action", &GpuConfig::thresholds, &GpuThresholds::pcie_width_action, read_node_remedy)
+                           .field_in("pcie_gen_action", &GpuConfig::thresholds, &GpuThresholds::pcie_gen_action, read_node_remedy)
                            .field_in("nvlink_expected_links", &GpuConfig::thresholds, &GpuThresholds::nvlink_expected_links, uint_in(0, 18))
-                           .field_in("nvlink_down_action", &GpuConfig::thresholds, &GpuThresholds::nvlink_down_action, read_node_action)
+                           .field_in("nvlink_down_action", &GpuConfig::thresholds, &GpuThresholds::nvlink_down_action, read_node_remedy)
                            .field_in("nvlink_error_rise_max", &GpuConfig::thresholds, &GpuThresholds::nvlink_error_rise_max, u64_in(0, 1000000000))
-                           .field_in("nvlink_error_action", &GpuConfig::thresholds, &GpuThresholds::nvlink_error_action, read_node_action)
+                           .field_in("nvlink_error_action", &GpuConfig::thresholds, &GpuThresholds::nvlink_error_action, read_node_remedy)
                            .field_in("temperature_max_c", &GpuConfig::thresholds, &GpuThresholds::temperature_max_c, uint_in(30, 150))
-                           .field_in("temperature_action", &GpuConfig::thresholds, &GpuThresholds::temperature_action, read_node_action)
+                           .field_in("temperature_action", &GpuConfig::thresholds, &GpuThresholds::temperature_action, read_node_remedy)
                            .field_in("persistence_required", &GpuConfig::thresholds, &GpuThresholds::persistence_required, read_bool)
                            .field_in("power_check", &GpuConfig::thresholds, &GpuThresholds::power_check, read_bool)
                            .field("xid_hold_s", &GpuConfig::xid_hold, seconds_in(1, 30L * 24 * 3600))

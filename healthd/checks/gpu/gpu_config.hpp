@@ -22,7 +22,7 @@ struct GpuConfig : SettingsOf<GpuConfig> {
   GpuThresholds thresholds;                   // expected count, ECC, PCIe, NVLink, temperature...
   // XIDs (from NVML events and kernel-log lines)
   std::chrono::seconds xid_hold{600};         // how long an XID fault holds after its last event
-  Action xid_unknown = Action::drain;         // an XID the table does not list
+  Remedy xid_unknown = Remedy::drain;         // an XID the table does not list
   std::map<unsigned, XidRule> xid_rules;      // [[checks.gpu.xid]]: the admin's entries over the defaults
   std::filesystem::path boot_id = "/proc/sys/kernel/random/boot_id";  // read under the host root
 

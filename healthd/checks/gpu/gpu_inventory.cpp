@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "collectors/gpu_snapshot.hpp"
 #include "text/json_read.hpp"
 
@@ -107,7 +107,7 @@ void take_xid_result(std::map<unsigned, Gpu>& gpus, const json& detail) {
       }
       // As the XID check judges it: its action once the rule's threshold is met, a warning before.
       const bool active = flag(e, "active");
-      const auto action = parse_action(text(e, "action")).value_or(Action::drain);
+      const auto action = parse_remedy(text(e, "action")).value_or(Remedy::drain);
       const auto status = active ? to_string(status_for(action)) : std::string("warn");
       note_problem(g, "gpu_xid", status, "GPU-XID-" + std::to_string(*xid), text(e, "text"));
     }

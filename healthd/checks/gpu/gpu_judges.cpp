@@ -11,7 +11,7 @@ namespace {
 // One thing found on one GPU; the worst of them becomes the result.
 struct Finding {
   Status status = Status::ok;
-  Action action = Action::none;
+  Remedy action = Remedy::none;
   std::string code;
   std::string message;
 };
@@ -21,7 +21,7 @@ int finding_rank(const Finding& f) {
   return s + severity(f.action);
 }
 
-Finding finding(Action action, std::string code, std::string message) {
+Finding finding(Remedy action, std::string code, std::string message) {
   Finding f;
   f.action = action;
   f.status = status_for(action);
@@ -142,7 +142,7 @@ CheckResult judge_gpu_nvml(const GpuFleetSnapshot& fleet) {
   if (!fleet.load_error.empty()) {
     // Loaded, but the device list itself failed: the driver is in trouble.
     r.status = Status::fault;
-    r.action = Action::drain;
+    r.action = Remedy::drain;
     r.code = "GPU-NVML-ERROR";
     r.message = fleet.load_error;
     return r;
@@ -158,19 +158,19 @@ CheckResult judge_gpu_count(const GpuFleetSnapshot& fleet, const GpuThresholds& 
   const bool expected = t.required || t.expected_count > 0;
   if (!fleet.nvml_loaded) {
     if (expected)
-      v.add(finding(Action::drain, "GPU-NVML-MISSING", "GPUs are expected but NVML cannot be used: " + fleet.load_error));
+      v.add(finding(Remedy::drain, "GPU-NVML-MISSING", "GPUs are expected but NVML cannot be used: " + fleet.load_error));
     else
       v.not_checked("no NVML on this node (no GPUs expected)");
     return v.result("");
   }
   const auto seen = static_cast<std::uint32_t>(fleet.gpus.size());
   if (t.expected_count > 0 && seen < t.expected_count)
-    v.add(finding(Action::drain, "GPU-COUNT",
+    v.add(finding(Remedy::drain, "GPU-COUNT",
                   std::to_string(seen) + " of " + std::to_string(t.expected_count) + " GPUs visible to NVML"));
   for (const auto& g : fleet.gpus) {
     v.gpu(g, {{"lost", opt(g.lost)}});
     // A GPU NVML calls lost has fallen off the bus: only a reboot brings it back.
-    if (g.lost) v.add(g, finding(Action::reboot, "GPU-LOST", gpu_label(g) + " is lost: " + *g.lost));
+    if (g.lost) v.add(g, finding(Remedy::reboot, "GPU-LOST", gpu_label(g) + " is lost: " + *g.lost));
   }
   return v.result(std::to_string(seen) + " GPU(s)" +
                   (t.expected_count ? " of " + std::to_string(t.expected_count) + " expected" : ""));
@@ -314,19 +314,19 @@ CheckResult judge_gpu_recovery(const GpuFleetSnapshot& fleet) {
     switch (*g.recovery_action) {
       case NVML_GPU_RECOVERY_ACTION_NONE: break;
       case NVML_GPU_RECOVERY_ACTION_GPU_RESET:
-        v.add(g, finding(Action::drain, "GPU-RECOVERY-RESET", gpu_label(g) + ": the driver asks for a GPU reset"));
+        v.add(g, finding(Remedy::drain, "GPU-RECOVERY-RESET", gpu_label(g) + ": the driver asks for a GPU reset"));
         break;
       case NVML_GPU_RECOVERY_ACTION_NODE_REBOOT:
-        v.add(g, finding(Action::reboot, "GPU-RECOVERY-REBOOT", gpu_label(g) + ": the driver asks for a node reboot"));
+        v.add(g, finding(Remedy::reboot, "GPU-RECOVERY-REBOOT", gpu_label(g) + ": the driver asks for a node reboot"));
         break;
       case NVML_GPU_RECOVERY_ACTION_DRAIN_P2P:
-        v.add(g, finding(Action::drain, "GPU-RECOVERY-DRAIN-P2P", gpu_label(g) + ": the driver asks to drain peer-to-peer work"));
+        v.add(g, finding(Remedy::drain, "GPU-RECOVERY-DRAIN-P2P", gpu_label(g) + ": the driver asks to drain peer-to-peer work"));
         break;
       case NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET:
-        v.add(g, finding(Action::drain, "GPU-RECOVERY-DRAIN-AND-RESET", gpu_label(g) + ": the driver asks to drain and reset the GPU"));
+        v.add(g, finding(Remedy::drain, "GPU-RECOVERY-DRAIN-AND-RESET", gpu_label(g) + ": the driver asks to drain and reset the GPU"));
         break;
       default:
-        v.add(g, finding(Action::drain, "GPU-RECOVERY-UNKNOWN",
+        v.add(g, finding(Remedy::drain, "GPU-RECOVERY-UNKNOWN",
                       gpu_label(g) + ": unknown recovery action " + std::to_string(*g.recovery_action)));
     }
   }
@@ -358,11 +358,11 @@ CheckResult judge_gpu_power(const GpuFleetSnapshot& fleet, const GpuThresholds& 
     v.gpu(g, {{"power_mw", opt(g.power_mw)}, {"power_limit_mw", opt(g.power_limit_mw)},
               {"persistence_mode", opt(g.persistence_mode)}});
     if (t.persistence_required && g.persistence_mode && !*g.persistence_mode)
-      v.add(g, finding(Action::warn, "GPU-PERSISTENCE-OFF", gpu_label(g) + ": persistence mode is off"));
+      v.add(g, finding(Remedy::warn, "GPU-PERSISTENCE-OFF", gpu_label(g) + ": persistence mode is off"));
     // Drawing well past the enforced limit means the power capping itself misbehaves.
     if (t.power_check && g.power_mw && g.power_limit_mw && *g.power_limit_mw > 0 &&
         *g.power_mw > *g.power_limit_mw + *g.power_limit_mw / 10)
-      v.add(g, finding(Action::warn, "GPU-POWER",
+      v.add(g, finding(Remedy::warn, "GPU-POWER",
                     gpu_label(g) + ": drawing " + std::to_string(*g.power_mw / 1000) + " W over its " +
                         std::to_string(*g.power_limit_mw / 1000) + " W limit"));
   }

@@ -16,16 +16,16 @@ struct GpuThresholds {
   bool required = false;                     // GPUs are expected: no NVML at all is a fault
   std::uint64_t ecc_uncorrected_max = 0;     // volatile uncorrected ECC errors tolerated
   std::uint32_t retired_pages_max = 60;      // NVIDIA: a board past ~60 retired pages is replaced
-  Action memory_action = Action::drain;
-  Action clock_slowdown_action = Action::warn;
-  Action pcie_width_action = Action::drain;
-  Action pcie_gen_action = Action::warn;
+  Remedy memory_action = Remedy::drain;
+  Remedy clock_slowdown_action = Remedy::warn;
+  Remedy pcie_width_action = Remedy::drain;
+  Remedy pcie_gen_action = Remedy::warn;
   std::uint32_t nvlink_expected_links = 0;   // per GPU; 0: links seen active must stay active
-  Action nvlink_down_action = Action::drain;
+  Remedy nvlink_down_action = Remedy::drain;
   std::uint64_t nvlink_error_rise_max = 100; // error counter growth per sweep, per link
-  Action nvlink_error_action = Action::warn;
+  Remedy nvlink_error_action = Remedy::warn;
   std::uint32_t temperature_max_c = 95;
-  Action temperature_action = Action::warn;
+  Remedy temperature_action = Remedy::warn;
   bool persistence_required = false;
   bool power_check = false;
 };

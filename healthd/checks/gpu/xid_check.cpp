@@ -29,7 +29,7 @@ std::string read_boot_id(const std::filesystem::path& file) {
 }
 
 // A reboot resets every GPU: what a reboot or a reset cures is gone after one.
-bool cured_by_reboot(Action a) { return a == Action::reboot || a == Action::reset_gpu; }
+bool cured_by_reboot(Remedy a) { return a == Remedy::reboot || a == Remedy::reset_gpu; }
 
 }  // namespace
 
@@ -76,7 +76,7 @@ void XidCheck::set_gpu_labels(std::map<std::string, std::string> labels) {
 
 bool XidCheck::record(const XidEvent& e) {
   const auto& rule = policy_.rule_for(e.xid);
-  if (rule.action == Action::none) return false;
+  if (rule.action == Remedy::none) return false;
   std::lock_guard lock(mutex_);
   const bool first_of_its_kind = !tracked_.contains({e.xid, e.gpu});
   auto& t = tracked_[{e.xid, e.gpu}];
@@ -99,7 +99,7 @@ bool XidCheck::record(const XidEvent& e) {
     t.active = true;
     t.judged = false;
     // Something to carry out now: a fault, or a notice to the admins (notify_only).
-    became_active = status_for(t.action) == Status::fault || t.action == Action::notify_only;
+    became_active = status_for(t.action) == Status::fault || t.action == Remedy::notify_only;
     spdlog::warn("gpu_xid: XID {} on {} ({}): {}", e.xid, e.gpu.empty() ? "an unknown GPU" : e.gpu, e.source,
                  to_string(t.action));
   }
@@ -146,7 +146,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
   }
   const Tracked* worst = nullptr;
   auto rank = [](const Tracked& t) {
-    return t.active ? 10 + severity(node_action_of(t.action)) : severity(Action::warn);
+    return t.active ? 10 + severity(node_action_of(t.action)) : severity(Remedy::warn);
   };
   nlohmann::json events = nlohmann::json::array();
   for (auto& [key, t] : tracked_) {
@@ -176,7 +176,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
     if (!worst->gpu.empty()) r.gpus = {worst->gpu};  // what a GPU reset would reset
   } else {
     r.status = Status::warn;
-    r.action = Action::warn;
+    r.action = Remedy::warn;
   }
   return r;
 }
@@ -212,7 +212,7 @@ void XidCheck::load() {
       Tracked t;
       t.xid = json_fields::integer<unsigned>(tj, "xid");
       t.gpu = tj.at("gpu").get<std::string>();
-      t.action = parse_action(tj.at("action").get<std::string>()).value_or(Action::drain);
+      t.action = parse_remedy(tj.at("action").get<std::string>()).value_or(Remedy::drain);
       for (const auto& ms : json_fields::array(tj, "events_ms")) t.events.push_back(json_fields::time_value(ms, "events_ms"));
       t.total = json_fields::integer<std::uint64_t>(tj, "total");
       t.last_seen = json_fields::time_ms(tj, "last_ms");

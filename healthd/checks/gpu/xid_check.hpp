@@ -84,7 +84,7 @@ class XidCheck : public Check {
   struct Tracked {
     unsigned xid = 0;
     std::string gpu;
-    Action action = Action::drain;
+    Remedy action = Remedy::drain;
     std::deque<Clock::time_point> events;  // within the rule's window
     std::uint64_t total = 0;
     Clock::time_point last_seen;

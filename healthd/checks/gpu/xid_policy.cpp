@@ -2,24 +2,24 @@
 
 namespace ar::healthd {
 
-Action node_action_of(Action a) {
+Remedy node_action_of(Remedy a) {
   switch (a) {
-    case Action::none: return Action::none;
-    case Action::warn:
-    case Action::restart_app: return Action::warn;
-    case Action::notify_only: return Action::notify_only;  // kept in, and the admins told once
-    case Action::reset_gpu: return Action::reset_gpu;  // the node is drained, then the GPU reset (a cure chain)
-    case Action::drain: return Action::drain;
-    case Action::reboot: return Action::reboot;
-    default: return Action::drain;  // not an XID rule's action: the safe side
+    case Remedy::none: return Remedy::none;
+    case Remedy::warn:
+    case Remedy::restart_app: return Remedy::warn;
+    case Remedy::notify_only: return Remedy::notify_only;  // kept in, and the admins told once
+    case Remedy::reset_gpu: return Remedy::reset_gpu;  // the node is drained, then the GPU reset (a cure chain)
+    case Remedy::drain: return Remedy::drain;
+    case Remedy::reboot: return Remedy::reboot;
+    default: return Remedy::drain;  // not an XID rule's action: the safe side
   }
 }
 
 XidPolicy XidPolicy::defaults() {
-  using enum Action;
+  using enum Remedy;
   const std::chrono::seconds any{0};
   XidPolicy p;
-  auto add = [&](std::initializer_list<unsigned> xids, Action a, const char* what) {
+  auto add = [&](std::initializer_list<unsigned> xids, Remedy a, const char* what) {
     for (unsigned x : xids) p.rules_[x] = {a, 1, any, what};
   };
   // Application-caused: the job restarts, the GPU is fine.

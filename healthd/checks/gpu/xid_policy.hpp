@@ -14,12 +14,12 @@
 
 namespace ar::healthd {
 
-// What the node's responder does about an XID rule's action (one of kXidActions; its verdict status
+// What the node's responder does about an XID rule's action (one of kXidRemedies; its verdict status
 // is status_for, checks/check.hpp): reset_gpu drains, until a GPU reset is an action of its own.
-Action node_action_of(Action a);
+Remedy node_action_of(Remedy a);
 
 struct XidRule {
-  Action action = Action::drain;  // one of kXidActions
+  Remedy action = Remedy::drain;  // one of kXidRemedies
   unsigned count = 1;                    // events within `window` before the action holds
   std::chrono::seconds window{0};        // 0: any time (count 1 needs no window)
   std::string description;               // shown in the result ("fallen off the bus")
@@ -31,13 +31,13 @@ class XidPolicy {
   static XidPolicy defaults();
 
   void set(unsigned xid, XidRule rule) { rules_[xid] = std::move(rule); }
-  void set_unknown(Action a) { unknown_.action = a; }
+  void set_unknown(Remedy a) { unknown_.action = a; }
   const XidRule& rule_for(unsigned xid) const;
   const std::map<unsigned, XidRule>& rules() const { return rules_; }
 
  private:
   std::map<unsigned, XidRule> rules_;
-  XidRule unknown_{Action::drain, 1, std::chrono::seconds(0), "XID not in the policy table"};
+  XidRule unknown_{Remedy::drain, 1, std::chrono::seconds(0), "XID not in the policy table"};
 };
 
 }  // namespace ar::healthd

@@ -44,26 +44,26 @@ std::vector<KernelLogRule> default_kernel_log_rules() {
       // arch/x86/kernel/cpu/mce/core.c: the records of an error (__print_mce, mce_panic) are
       // pr_emerg(HW_ERR ...) under pr_fmt "mce: ". "Machine check events logged" is pr_info, written
       // for corrected errors too: not a fault here.
-      {"KMSG-MCE", R"(mce: \[Hardware Error\])", Action::drain, "", true, kLevelErr},
+      {"KMSG-MCE", R"(mce: \[Hardware Error\])", Remedy::drain, "", true, kLevelErr},
       // The Neuron runtime reports a hardware error through the driver's printk ioctl
       // (aws-neuron-driver ncdev_printk: printk(KERN_ERR "%s\n", ...)), the message being the
       // runtime's text, which may lead with an ISO-8601 time.
-      {"NEURON-HW-ERR", R"((?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(?:Z|[+-][0-9:]+)? )?NEURON_HW_ERR=)", Action::drain, "",
+      {"NEURON-HW-ERR", R"((?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(?:Z|[+-][0-9:]+)? )?NEURON_HW_ERR=)", Remedy::drain, "",
        true, kLevelErr},
       // The EFA driver (drivers/infiniband/hw/efa) when its device stops answering: admin commands
       // timing out, or the device reporting a fatal error. Transient queue messages are not matched.
       // dev_err() writes "efa 0000:10:1c.0: ...", ibdev_err() "efa 0000:10:1c.0 efa_0: ...", both KERN_ERR.
       {"EFA-DRIVER-ERR",
        R"(efa [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7](?: [^ :]+)?: .*(Admin command (timed out|failed)|[Dd]evice (is in an error state|reset)|[Ff]atal error))",
-       Action::drain, "", true, kLevelErr},
+       Remedy::drain, "", true, kLevelErr},
       // fs/ext4/super.c __ext4_error and friends: printk(KERN_CRIT "EXT4-fs error (device ...".
-      {"FS-IO-ERR", R"(EXT4-fs error)", Action::drain, "", true, kLevelErr},
+      {"FS-IO-ERR", R"(EXT4-fs error)", Remedy::drain, "", true, kLevelErr},
       // fs/xfs: xfs_alert (KERN_ALERT) "XFS (dev): metadata I/O error in ..." and "Corruption ...".
-      {"FS-IO-ERR", R"(XFS \([^)]*\): (metadata I/O error|Corruption))", Action::drain, "", true, kLevelErr},
+      {"FS-IO-ERR", R"(XFS \([^)]*\): (metadata I/O error|Corruption))", Remedy::drain, "", true, kLevelErr},
       // fs/buffer.c buffer_io_error: KERN_ERR; kernels that name the disk (dev_err) lead with "block sda: ".
-      {"FS-IO-ERR", R"((?:block [^ :]+: )?Buffer I/O error on dev)", Action::drain, "", true, kLevelErr},
+      {"FS-IO-ERR", R"((?:block [^ :]+: )?Buffer I/O error on dev)", Remedy::drain, "", true, kLevelErr},
       // libcfs: CERROR is KERN_ERR and CEMERG KERN_EMERG, both with the prefix "LustreError: ".
-      {"FS-IO-ERR", R"(LustreError: .*rc = -(5|110)\b)", Action::drain, "", true, kLevelErr},
+      {"FS-IO-ERR", R"(LustreError: .*rc = -(5|110)\b)", Remedy::drain, "", true, kLevelErr},
   };
 }
 
@@ -192,7 +192,7 @@ void KernelLogCheck::load() {
       KernelLogFault f;
       f.code = fj.at("code").get<std::string>();
       f.message = sanitize(fj.at("message").get<std::string>(), kMaxRuleMessage);  // written by an older version?
-      f.action = parse_action(fj.at("action").get<std::string>()).value_or(Action::drain);
+      f.action = parse_remedy(fj.at("action").get<std::string>()).value_or(Remedy::drain);
       f.lines = json_fields::integer<std::uint64_t>(fj, "lines");
       f.first_seen = Clock::now() - std::chrono::milliseconds(now_ms - to_epoch_ms(json_fields::time_ms(fj, "first_seen_ms")));
       f.last_seen = Clock::now() - std::chrono::milliseconds(now_ms - to_epoch_ms(json_fields::time_ms(fj, "last_seen_ms")));

@@ -51,7 +51,7 @@ CheckKind kernel_log_check_kind();
 struct KernelLogFault {
   std::string code;
   std::string message;
-  Action action = Action::drain;
+  Remedy action = Remedy::drain;
   std::chrono::steady_clock::time_point first_seen;
   std::chrono::steady_clock::time_point last_seen;
   std::uint64_t lines = 0;

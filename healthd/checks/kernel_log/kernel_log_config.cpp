@@ -25,7 +25,7 @@ const KeyTable<KernelLogRule>& rule_keys() {
                                .field("code", &KernelLogRule::code, read_string)
                                .field("pattern", &KernelLogRule::pattern, read_string)
                                .field("message", &KernelLogRule::message, read_string)
-                               .field("action", &KernelLogRule::action, read_node_action)
+                               .field("action", &KernelLogRule::action, read_node_remedy)
                                .field("anchored", &KernelLogRule::anchored, read_bool)
                                .field("max_level", &KernelLogRule::max_level, read_log_level,
                                       [](int level) { return toml_quote(log_level_name(level)); })

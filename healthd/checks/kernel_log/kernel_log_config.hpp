@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "collectors/kernel_log_reader.hpp"
 #include "config/check_settings.hpp"
 
@@ -20,7 +20,7 @@ namespace ar::healthd {
 struct KernelLogRule {
   std::string code;
   std::string pattern;
-  Action action = Action::drain;
+  Remedy action = Remedy::drain;
   std::string message;  // empty: the matched record's text itself
   bool anchored = true;
   int max_level = kLevelNotice;

@@ -20,9 +20,9 @@ CheckResult judge_count(const NeuronSnapshot& snap, std::uint32_t expected) {
   if (expected == 0 && in_sysfs == 0 && snap.dev_nodes == 0)
     r = not_applicable_result("neuron.count", "not applicable: no Neuron device, none expected");
   else if (in_sysfs < expected || snap.dev_nodes < expected)
-    r = make_finding("neuron.count", "NEURON-COUNT", Action::drain, what);
+    r = make_finding("neuron.count", "NEURON-COUNT", Remedy::drain, what);
   else if (expected > 0 && (in_sysfs > expected || snap.dev_nodes > expected))
-    r = make_finding("neuron.count", "NEURON-COUNT", Action::warn, what + " (profile?)");
+    r = make_finding("neuron.count", "NEURON-COUNT", Remedy::warn, what + " (profile?)");
   else
     r = make_result("neuron.count", Status::ok, what);
   r.detail = {{"expected", expected}, {"sysfs", in_sysfs}, {"dev_nodes", snap.dev_nodes}, {"driver_loaded", snap.sysfs_present}};
@@ -124,15 +124,15 @@ std::string counter_message(const NeuronErrorCounter& c, std::size_t n) {
 CheckResult errors_verdict(const ErrorTally& t, const NeuronSnapshot& snap, const NeuronConfig& config,
                            const std::vector<std::string>& missing) {
   if (!t.unrepairable.empty())
-    return make_finding("neuron.errors", "NEURON-HW-ERR", Action::drain,
+    return make_finding("neuron.errors", "NEURON-HW-ERR", Remedy::drain,
                         counter_message(*t.unrepairable.front(), t.unrepairable.size() + t.repairable.size()));
   if (!t.repairable.empty())
-    return make_finding("neuron.errors", "NEURON-HW-ERR", Action::reboot, counter_message(*t.repairable.front(), t.repairable.size()));
+    return make_finding("neuron.errors", "NEURON-HW-ERR", Remedy::reboot, counter_message(*t.repairable.front(), t.repairable.size()));
   if (!t.errors.empty())
     return make_result("neuron.errors", Status::error, "cannot read: " + t.errors.front() + and_more(t.errors.size()));
   if (!t.blind.empty())
     return make_result("neuron.errors", Status::error, blind_message(snap, t.blind.front()) + and_more(t.blind.size()));
-  if (!t.corrected_over.empty() && config.corrected_action != Action::none)
+  if (!t.corrected_over.empty() && config.corrected_action != Remedy::none)
     return make_finding("neuron.errors", "NEURON-ECC-CORRECTED", config.corrected_action,
                         counter_message(*t.corrected_over.front(), t.corrected_over.size()) + " (limit " +
                             std::to_string(*config.max_corrected) + ")");
@@ -204,12 +204,12 @@ CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config,
         stale.push_back(a.device + ": healthcheck_heartbeat has stayed " + std::to_string(a.value) + " for " +
                         std::to_string(a.unchanged_for.count()) + " s: the driver's health bitmap may be stale");
   CheckResult r;
-  if (!unhealthy.empty() && config.unhealthy_action != Action::none) {
+  if (!unhealthy.empty() && config.unhealthy_action != Remedy::none) {
     r = make_finding("neuron.health", "NEURON-UNHEALTHY", config.unhealthy_action, unhealthy.front() + and_more(unhealthy.size()));
   } else if (!odd.empty()) {
-    r = make_finding("neuron.health", "NEURON-UNHEALTHY", Action::warn, odd.front() + and_more(odd.size()));
+    r = make_finding("neuron.health", "NEURON-UNHEALTHY", Remedy::warn, odd.front() + and_more(odd.size()));
   } else if (!stale.empty()) {
-    r = make_finding("neuron.health", "NEURON-HEALTH-STALE", Action::warn, stale.front() + and_more(stale.size()));
+    r = make_finding("neuron.health", "NEURON-HEALTH-STALE", Remedy::warn, stale.front() + and_more(stale.size()));
   } else if (with_components > 0) {
     r = make_result("neuron.health", Status::ok,
                     "the Neuron driver reports " + std::to_string(with_components) + " devices healthy (health_status)");

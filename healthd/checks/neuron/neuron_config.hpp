@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -18,9 +18,9 @@ struct NeuronConfig : SettingsOf<NeuronConfig> {
   // Correctable ECC errors (mem_ecc_corrected, sram_ecc_corrected, driver 2.30.2 and later) are data:
   // shown, never judged unless the admin sets a limit; above it, corrected_action (warn by default).
   std::optional<std::uint64_t> max_corrected;
-  Action corrected_action = Action::warn;
+  Remedy corrected_action = Remedy::warn;
   // What a subsystem named in the driver's unhealthy_components (health_status) calls for.
-  Action unhealthy_action = Action::drain;
+  Remedy unhealthy_action = Remedy::drain;
   // healthcheck_heartbeat unchanged for this long: a warning that the health bitmap may be stale.
   // 0 (the default): not judged, only shown; the driver does not document how often it moves.
   std::chrono::seconds heartbeat_stall{0};

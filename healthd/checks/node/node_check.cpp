@@ -23,7 +23,7 @@ CheckResult cpus(const NodeSnapshot& s, const NodeConfig& c) {
   if (!c.expected_cpus)
     r = make_result("node.cpus", Status::ok, std::to_string(n) + " CPUs online (not judged)");
   else if (n < *c.expected_cpus)
-    r = make_finding("node.cpus", "NODE-CPU-COUNT", Action::drain,
+    r = make_finding("node.cpus", "NODE-CPU-COUNT", Remedy::drain,
                      std::to_string(n) + " of " + std::to_string(*c.expected_cpus) + " CPUs online");
   else
     r = make_result("node.cpus", Status::ok, std::to_string(n) + " CPUs online");
@@ -39,7 +39,7 @@ CheckResult memory(const NodeSnapshot& s, const NodeConfig& c) {
   if (!c.min_memory_gib)
     r = make_result("node.memory", Status::ok, gib(have) + " of memory (not judged)");
   else if (have < *c.min_memory_gib)
-    r = make_finding("node.memory", "NODE-MEM", Action::drain, gib(have) + " of memory, at least " + gib(*c.min_memory_gib) + " expected");
+    r = make_finding("node.memory", "NODE-MEM", Remedy::drain, gib(have) + " of memory, at least " + gib(*c.min_memory_gib) + " expected");
   else
     r = make_result("node.memory", Status::ok, gib(have) + " of memory");
   r.detail = {{"mem_total_kib", *s.mem_total_kib}};
@@ -54,7 +54,7 @@ CheckResult shm(const NodeSnapshot& s, const NodeConfig& c) {
   if (c.min_shm_gib <= 0)
     r = make_result("node.shm", Status::ok, "/dev/shm is " + gib(have) + " (not judged)");
   else if (have < c.min_shm_gib)
-    r = make_finding("node.shm", "NODE-SHM", Action::drain, "/dev/shm is " + gib(have) + ", at least " + gib(c.min_shm_gib) + " expected");
+    r = make_finding("node.shm", "NODE-SHM", Remedy::drain, "/dev/shm is " + gib(have) + ", at least " + gib(c.min_shm_gib) + " expected");
   else
     r = make_result("node.shm", Status::ok, "/dev/shm is " + gib(have));
   r.detail = {{"bytes", *s.shm_bytes}, {"min_gib", c.min_shm_gib}};
@@ -62,7 +62,7 @@ CheckResult shm(const NodeSnapshot& s, const NodeConfig& c) {
 }
 
 CheckResult clock(const NodeSnapshot& s, const NodeConfig& c) {
-  if (c.clock_action == Action::none) return make_result("node.clock", Status::ok, "not judged");
+  if (c.clock_action == Remedy::none) return make_result("node.clock", Status::ok, "not judged");
   if (!s.clock) return make_result("node.clock", Status::error, s.clock.error());
   CheckResult r = s.clock->unsynced
                       ? make_finding("node.clock", "NODE-CLOCK-UNSYNC", c.clock_action,
@@ -78,7 +78,7 @@ CheckResult process(const NodeSnapshot& s, const std::string& name) {
   // The kernel keeps at most 15 characters of a command name.
   const auto comm = name.substr(0, 15);
   if (s.processes->contains(comm)) return make_result(check, Status::ok, name + " is running");
-  return make_finding(check, "NODE-DAEMON-" + name, Action::drain, name + " is not running");
+  return make_finding(check, "NODE-DAEMON-" + name, Remedy::drain, name + " is not running");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ class NodeCheck : public Check {
   NodeCheck(const NodeConfig& config, std::filesystem::path host_root) : config_(config), host_root_(std::move(host_root)) {}
   std::string name() const override { return "node"; }
   std::vector<CheckResult> run() override {
-    return judge_node(read_node_info(host_root_, config_.clock_action != Action::none, &processes_,
+    return judge_node(read_node_info(host_root_, config_.clock_action != Remedy::none, &processes_,
                                      config_.required_processes),
                       config_);
   }

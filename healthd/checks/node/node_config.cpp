@@ -10,7 +10,7 @@ CheckSection node_section() {
                            .field("min_memory_gib", &NodeConfig::min_memory_gib, opt_number_in(0, 1e6))
                            .field("memory_slack_pct", &NodeConfig::memory_slack_pct, number_in(0, 50))
                            .field("min_shm_gib", &NodeConfig::min_shm_gib, number_in(0, 1e6))
-                           .field("clock_action", &NodeConfig::clock_action, read_node_action)
+                           .field("clock_action", &NodeConfig::clock_action, read_node_remedy)
                            .field("required_processes", &NodeConfig::required_processes, read_names));
 }
 

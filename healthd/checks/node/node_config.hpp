@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -18,7 +18,7 @@ struct NodeConfig : SettingsOf<NodeConfig> {
   std::optional<double> min_memory_gib;        // MemTotal; unset: the profile's memory less memory_slack_pct
   double memory_slack_pct = 10;                // the kernel keeps part of the nominal memory for itself
   double min_shm_gib = 0;                      // size of /dev/shm; 0: not judged
-  Action clock_action = Action::warn;          // clock not synchronised (adjtimex); none: not judged
+  Remedy clock_action = Remedy::warn;          // clock not synchronised (adjtimex); none: not judged
   std::vector<std::string> required_processes = {"munged", "slurmd"};  // by /proc/*/comm
 
   void apply_profile(const InstanceProfile& profile) override {

@@ -45,7 +45,7 @@ CheckResult judge_script(const ScriptConfig& config, const std::expected<Process
     case 0: r.message = said; return r;
     case 1:
       r.status = Status::warn;
-      r.action = Action::warn;
+      r.action = Remedy::warn;
       break;
     case 2:
       r.action = config.action;

@@ -11,7 +11,7 @@ const KeyTable<ScriptConfig>& keys() {
           .field("name", &ScriptConfig::name, read_string)
           .field("timeout_s", &ScriptConfig::timeout, seconds_in(1, 3600))
           .field("interval_s", &ScriptConfig::interval, seconds_in(1, 7 * 24 * 3600))
-          .field("action", &ScriptConfig::action, read_node_action)
+          .field("action", &ScriptConfig::action, read_node_remedy)
           .field_at("command", &ScriptConfig::command, &ScriptConfig::command_where, read_argv);
   return keys;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -16,7 +16,7 @@ struct ScriptConfig {
   std::vector<std::string> command;      // argv, no shell; %n: the node name
   std::chrono::seconds timeout{30};
   std::chrono::seconds interval{300};
-  Action action = Action::drain;         // for exit 2
+  Remedy action = Remedy::drain;         // for exit 2
   std::string command_where;             // "file:line:col" of `command`, for errors at load
 };
 

@@ -33,7 +33,7 @@ const KeyTable<StorageMountConfig>& mount_keys() {
           .field("min_free_inodes_percent", &StorageMountConfig::min_free_inodes_percent, read_non_negative)
           .field("probe", &StorageMountConfig::probe, read_bool)
           .field("probe_dir", &StorageMountConfig::probe_dir, read_probe_dir)
-          .field("action", &StorageMountConfig::action, read_node_action);
+          .field("action", &StorageMountConfig::action, read_node_remedy);
   return keys;
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vocabulary/action.hpp"
+#include "vocabulary/remedy.hpp"
 #include "config/check_settings.hpp"
 
 namespace ar::healthd {
@@ -21,7 +21,7 @@ struct StorageMountConfig {
   double min_free_inodes_percent = 0;
   bool probe = true;                     // write+fsync+unlink a small file, within probe_timeout
   std::filesystem::path probe_dir;       // where, relative to path (plain names); empty: the mount root
-  Action action = Action::drain;         // for every fault of this mount
+  Remedy action = Remedy::drain;         // for every fault of this mount
 };
 
 struct StorageConfig : SettingsOf<StorageConfig> {  // enabled when a mount is listed
