@@ -117,11 +117,10 @@ class Daemon {
       metrics_.observe_slurm_call(call, took, answered);
     });
     handler_.set_error_observer([this](std::string_view code) { metrics_.observe_protocol_error(code); });
-    engine_.on_status([this](const nlohmann::json& status) {
+    engine_.on_status([this](const nlohmann::json& status, const NodeStanding& standing) {
       metrics_.observe_status(status);
       // The burn-in stays off a node that is faulty or that healthd holds out (a cure under way).
-      const auto& node = status.contains("node") ? status["node"] : nlohmann::json::object();
-      node_out_->store(node.value("faulty", false) || node.contains("own_drain"));
+      node_out_->store(standing.faulty || standing.own_drain);
     });
     responder_.set_notices(&notices_, config_.notify.action_failing_after);
     // A stat of one path answers in microseconds; 2 s is a filesystem that hangs.

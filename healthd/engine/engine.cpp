@@ -179,6 +179,11 @@ nlohmann::json Engine::status() const {
   return status_;
 }
 
+NodeStanding Engine::standing() const {
+  std::lock_guard lock(mutex_);
+  return standing_;
+}
+
 bool Engine::holds_code(const std::string& code) const {
   std::lock_guard lock(mutex_);
   return held_codes_.contains(code);
@@ -332,14 +337,16 @@ bool Engine::run_sweep(const SweepRequest& request, WallTime now) {
 // The responder's part of the status, and the whole handed to on_status_ when anything changed.
 void Engine::publish_status(bool changed) {
   auto rs = responder_.status();
+  auto standing = responder_.standing();
   nlohmann::json snapshot;
   {
     std::lock_guard lock(mutex_);
-    changed = changed || status_["node"] != rs;
+    changed = changed || status_["node"] != rs || standing_ != standing;
     status_["node"] = std::move(rs);
+    standing_ = standing;
     if (changed && on_status_) snapshot = status_;
   }
-  if (changed && on_status_) on_status_(snapshot);
+  if (changed && on_status_) on_status_(snapshot, standing);
 }
 
 }  // namespace ar::healthd

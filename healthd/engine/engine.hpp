@@ -87,7 +87,11 @@ class Engine {
 
   // Called on the engine thread with the new status after every sweep and whenever the node's state
   // changes (the metrics follow it). Set before start().
-  void on_status(std::function<void(const nlohmann::json&)> observer) { on_status_ = std::move(observer); }
+  // `standing` is the node's part of it, typed, for what decides from it.
+  using StatusObserver = std::function<void(const nlohmann::json& status, const NodeStanding& standing)>;
+  void on_status(StatusObserver observer) { on_status_ = std::move(observer); }
+  // The node's standing as last published (any thread).
+  NodeStanding standing() const;
 
  private:
   struct SweepRequest {
@@ -145,11 +149,12 @@ class Engine {
   std::optional<PolicyConfig> new_policy_;
   std::optional<Replacement> new_checks_;
   std::deque<AdminAction> admin_;
-  std::function<void(const nlohmann::json&)> on_status_;
+  StatusObserver on_status_;
   void carry_out(const AdminAction& action);
   std::chrono::milliseconds check_deadline_;
   const std::vector<DeviceInventory> inventories_;
   nlohmann::json status_ = nlohmann::json::object();
+  NodeStanding standing_;  // beside status_["node"], under mutex_
   std::set<std::string> held_codes_;  // of the last sweep, beside status_ under mutex_
 
   std::map<std::string, CheckState> state_;  // by check name; engine thread only

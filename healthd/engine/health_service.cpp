@@ -56,8 +56,7 @@ nlohmann::json HealthService::events(std::uint32_t limit) {
 // which may be inside a Slurm call), and carried out on the engine thread, which looks at Slurm's
 // state again: what changed in between is said in the action's `admin` event.
 std::expected<nlohmann::json, proto::Error> HealthService::admin(const AdminRequest& request, const Peer& peer) {
-  const auto health = engine_.status();
-  const auto node = health.value("node", nlohmann::json::object());
+  const auto standing = engine_.standing();
   const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(WallClock::now().time_since_epoch()).count();
   // Unique across restarts too (the time in ms, then a counter), so healthctl never takes another
   // request's event for its own.
@@ -73,7 +72,7 @@ std::expected<nlohmann::json, proto::Error> HealthService::admin(const AdminRequ
     return accepted("drain queued (reason \"healthd: ADMIN: " + reason + "\"); healthd journals and carries it out now");
   }
   if (const auto* resume = std::get_if<proto::AdminResume>(&request)) {
-    if (!resume->force && !node.contains("own_drain"))
+    if (!resume->force && !standing.own_drain)
       return std::unexpected(proto::Error{proto::err::kConflict,
                                           "healthd has not drained this node (see sinfo -R for who did); "
                                           "resume --force resumes it anyway"});

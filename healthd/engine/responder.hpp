@@ -78,6 +78,15 @@ struct StepFailure {
   std::optional<std::uint32_t> max_resumes;
 };
 
+// Where the node stands, typed: what is decided from the published status outside the engine (an
+// admin's resume without --force, the burn-in's gate) reads this, never the status's JSON.
+struct NodeStanding {
+  bool faulty = false;     // the last sweep found a fault that takes the node out
+  std::string fault_code;  // its code ("" when not faulty)
+  bool own_drain = false;  // healthd drained the node and has not returned it
+  bool operator==(const NodeStanding&) const = default;
+};
+
 class Responder {
  public:
   // `run_hook` runs [[policy.hook]] programs (default: run_process).
@@ -122,6 +131,7 @@ class Responder {
   void follow_requeued(WallTime now) { actions_.follow_requeued(now); }
   std::optional<WallTime> next_due() const { return actions_.next_due(); }
 
+  NodeStanding standing() const { return {faulty_, fault_code_, journal_.own_drain().has_value()}; }
   nlohmann::json status() const;
 
   // Where notices go (vocabulary/notice.hpp): incidents here, what was carried out in the actions.

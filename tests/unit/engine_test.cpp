@@ -287,3 +287,30 @@ TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
   EXPECT_EQ(status["widgets"], nlohmann::json::parse(R"([{"from": "gated"}])"));
   EXPECT_FALSE(status.contains("gpus"));  // no kind named here keeps GPUs
 }
+
+// What is decided from the published status (an admin's resume, the burn-in's gate) reads the node's
+// standing, typed, handed to the observer with the JSON and kept for Engine::standing().
+TEST(Engine, TheNodesStandingIsPublishedTypedBesideTheStatus) {
+  EngineParts parts;
+  auto check = std::make_shared<GatedCheck>(true, true);
+  Engine engine({check}, parts.responder, 10s);
+  std::mutex m;
+  std::vector<NodeStanding> seen;
+  engine.on_status([&](const nlohmann::json& status, const NodeStanding& standing) {
+    std::lock_guard lock(m);
+    EXPECT_EQ(status["node"].value("faulty", false), standing.faulty);
+    seen.push_back(standing);
+  });
+  EXPECT_FALSE(engine.standing().faulty);
+  engine.start();
+  wait_for_sweep(engine, engine.request_sweep("periodic"));
+  engine.stop();
+  const auto standing = engine.standing();
+  EXPECT_TRUE(standing.faulty);
+  EXPECT_EQ(standing.fault_code, "GPU-XID-79");
+  // The drain is journalled, not carried out (this Slurm never answers): healthd has not drained yet.
+  EXPECT_FALSE(standing.own_drain);
+  std::lock_guard lock(m);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), standing);
+}
