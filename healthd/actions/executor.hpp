@@ -79,11 +79,11 @@ std::expected<void, std::string> annotate_job(SlurmClient& slurm, std::uint32_t 
 void raise_notice(const ExecutorServices& services, NoticeKind kind, const JournalEntry& e, std::string message,
                   std::string action, WallTime now);
 // A cure step's notice (kind cure, about healthd's own drain), and its line in the timelines of the
-// jobs the fault ended here (cure_actions.cpp). `step` none: about the chain as a whole.
+// jobs the fault ended here (cure_walk.cpp). `step` none: about the chain as a whole.
 void cure_notice(const ExecutorServices& services, const std::string& message, Action step, WallTime now);
 
 // Whether a cure's replace step can run here: some [[policy.hook]] runs on replace (the hook is what
-// asks for the new hardware). Nothing: it can (cure_actions.cpp, as the next three).
+// asks for the new hardware). Nothing: it can (cure_walk.cpp, as the next three).
 std::optional<CannotRun> replace_cannot_run(const std::vector<HookConfig>& hooks);
 // Whether a cure's reboot can run here: Slurm's RebootProgram (`reboot_program`, "" for none).
 std::optional<CannotRun> reboot_cannot_run(const std::string& reboot_program);

@@ -1,6 +1,6 @@
 // A cure chain's GPU reset step carried out: once the node is still healthd's and idle, the reset runs
 // on a thread of its own that the engine polls, never waits for (background_runs.hpp); its outcome
-// moves the chain on (cure_actions.cpp).
+// moves the chain on (cure_walk.cpp).
 #include <algorithm>
 
 #include <spdlog/spdlog.h>

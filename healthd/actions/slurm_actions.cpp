@@ -71,7 +71,7 @@ void SlurmActions::entry_finished(const JournalEntry& e, const Carried& carried,
   if (carried.acted) journal_hooks_after(policy_, journal_, e, *carried.acted, now);
   notice_done(e, carried, now);
   if (auto c = journal_.complete(e.id); !c) spdlog::error("journal: {}", c.error());
-  continue_cure(now);
+  continue_cure(services(), now);
 }
 
 void SlurmActions::entry_failed(const JournalEntry& e, const std::string& error, std::chrono::steady_clock::time_point started,
@@ -183,10 +183,10 @@ void SlurmActions::notice_done(const JournalEntry& e, const Carried& carried, Wa
     case Action::signal: notice(NoticeKind::signal, e, "SIG" + e.reason + " sent to checkpoint before " + e.code, "signal", now); break;
     case Action::reset_gpu: {
       const auto& own = journal_.own_drain();
-      cure_notice(own && own->cure ? own->cure->last + "; judging the node again" : std::string("GPU reset"), Action::reset_gpu, now);
+      cure_notice(services(), own && own->cure ? own->cure->last + "; judging the node again" : std::string("GPU reset"), Action::reset_gpu, now);
       break;
     }
-    case Action::replace: cure_notice("replacement requested: " + e.reason, Action::replace, now); break;
+    case Action::replace: cure_notice(services(), "replacement requested: " + e.reason, Action::replace, now); break;
     default: break;
   }
   if (e.kind == Action::requeue && !follow_up_.following(e.job_id))

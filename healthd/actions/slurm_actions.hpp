@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actions/background_runs.hpp"
+#include "actions/cure_walk.hpp"
 #include "actions/executor.hpp"
 #include "actions/gpu_reset.hpp"
 #include "actions/requeue_follow_up.hpp"
@@ -38,7 +39,6 @@
 #include "runtime/backoff.hpp"
 #include "state/journal.hpp"
 #include "state/timeline.hpp"
-#include "policy/cure_policy.hpp"
 #include "policy/sweep_rule.hpp"
 #include "vocabulary/fault_codes.hpp"
 #include "vocabulary/notice.hpp"
@@ -59,7 +59,7 @@ class SlurmActions {
     failing_after_ = failing_after;
   }
 
-  // The cure chain (policy/cure_plan.hpp, actions/cure_actions.cpp). `reset`: how GPUs are reset
+  // The cure chain (policy/cure_plan.hpp, actions/cure_walk.cpp). `reset`: how GPUs are reset
   // (empty: reset_gpus without looking at NVML); `cured(code)`: a step carried out that may have
   // cured fault `code` (a GPU reset): the checks forget what they remember of it, and the node is
   // judged again. `boot_id`: this boot's id, to tell a reboot asked for from one that happened.
@@ -68,18 +68,15 @@ class SlurmActions {
     resets_.cured = std::move(cured);
     boot_id_ = std::move(boot_id);
   }
-  // The responder found fault `code` standing at `at` (a sweep's result): a step carried out before
-  // `at` did not cure it, so the chain goes on to its next step.
-  void fault_seen(const std::string& code, WallTime at, WallTime now);
+  // The responder found fault `code` standing at `at`, or a healthy sweep: the cure walks on
+  // (actions/cure_walk.hpp).
+  void fault_seen(const std::string& code, WallTime at, WallTime now) { cure_fault_seen(services(), code, at, now); }
   // How many jobs run on this node (the registry, at the last sweep): a GPU reset waits for none.
   // Slurm's own view lags: after a requeue off a draining node, slurmctld 22.05 keeps the node MIXED
   // for minutes with no job on it.
   void set_jobs_here(std::size_t n) { jobs_here_ = n; }
-  // A healthy sweep: a reboot asked for that has happened is over (the node is judged on its passes).
-  void healthy_seen(WallTime now);
-  // A cure step is under way (a reset running, a reboot asked for): healthy sweeps meanwhile do not
-  // count towards returning the node.
-  bool cure_under_way() const;
+  void healthy_seen(WallTime now) { cure_healthy_seen(services(), now); }
+  bool cure_under_way() const { return ar::healthd::cure_under_way(journal_); }
 
   // Carries out the journal entries that are due (all of them after a restart). Slurm not answering
   // leaves an entry pending for a later try, with backoff.
@@ -119,19 +116,6 @@ class SlurmActions {
   void entry_failed(const JournalEntry& e, const std::string& error, std::chrono::steady_clock::time_point started, WallTime now);
   // True once Slurm has answered and knows node_; checked again every few seconds until then.
   bool slurm_ready(WallTime now);
-  // After an entry finished: the cure's first step, or the next one after a failed step.
-  void continue_cure(WallTime now);
-  // Journals the cure's current step (its phase becomes running).
-  void start_step(WallTime now);
-  // The current step failed or did not cure (`why`): the next one starts, or the chain is exhausted.
-  void next_cure_step(const std::string& why, WallTime now);
-  // What Slurm shows of this node for the cure's decisions (policy/cure_policy.hpp), asked only when
-  // this boot is the one the cure's reboot was asked in.
-  policy::NodeSighting sight_node(const CureProgress& c);
-  bool cure_entry_pending() const;
-  // A cure step's notice, and its line in the timelines of the jobs the fault ended here.
-  void cure_notice(const std::string& message, Action step, WallTime now);
-  void cure_timeline(const std::string& what, WallTime now);
   // What the executors that are plain functions see (actions/executor.hpp).
   ExecutorServices services();
   // Raises a notice about `e` (its node, job, code) with `message` (raise_notice).

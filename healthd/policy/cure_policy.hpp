@@ -1,6 +1,6 @@
-// The cure chain's next move (policy/cure_plan.hpp picks the chain, actions/cure_actions.cpp carries
+// The cure chain's next move (policy/cure_plan.hpp picks the chain, actions/cure_walk.cpp carries
 // out each step): from the chain's saved progress (state/journal.hpp CureProgress) and what a sweep
-// and Slurm show, typed, into what happens next. Calls nothing: cure_actions.cpp asks Slurm, asks
+// and Slurm show, typed, into what happens next. Calls nothing: cure_walk.cpp asks Slurm, asks
 // here, and carries the answer out; tests/unit/cure_policy_test.cpp is the table.
 #pragma once
 

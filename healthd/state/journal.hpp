@@ -161,6 +161,7 @@ class Journal {
   bool has_pending_drain(const std::string& node) const;
 
   std::optional<OwnDrain>& own_drain() { return own_drain_; }
+  const std::optional<OwnDrain>& own_drain() const { return own_drain_; }
   std::vector<WallTime>& fault_history() { return fault_history_; }
 
  private:

@@ -14,7 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actions/slurm_actions.hpp"
+#include "actions/cure_walk.hpp"
 #include "config/fields.hpp"
 #include "policy/cure_policy.hpp"
 #include "text/text.hpp"
@@ -62,39 +62,51 @@ void hold_cannot_run(const ExecutorServices& services, const CannotRun& missing,
   if (auto r = services.journal.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
-void SlurmActions::continue_cure(WallTime now) {
-  auto& own = journal_.own_drain();
-  if (policy_.report_only || !own || !own->cure || cure_entry_pending()) return;
-  // The first step follows the drain at once (a reboot was the drain itself); a step that failed
-  // hands over to the next at once. A step carried out waits for the next sweep's verdict.
-  if (own->cure->phase == CureProgress::Phase::pending && !own->cure->at_end()) {
-    start_step(now);
-  } else if (own->cure->phase == CureProgress::Phase::failed) {
-    const std::string why = own->cure->last;
-    next_cure_step(why, now);
-  }
-}
+namespace {
 
-bool SlurmActions::cure_entry_pending() const {
-  return std::any_of(journal_.pending().begin(), journal_.pending().end(), [](const JournalEntry& e) {
+// A step of the cure is journalled and not yet carried out (a reboot is a drain that reboots).
+bool cure_entry_pending(const Journal& journal) {
+  return std::any_of(journal.pending().begin(), journal.pending().end(), [](const JournalEntry& e) {
     return e.kind == Action::reset_gpu || e.kind == Action::replace || e.kind == Action::deep_check ||
            (e.kind == Action::drain && e.reboot && e.cure);
   });
 }
 
-bool SlurmActions::cure_under_way() const {
-  const auto& own = journal_.own_drain();
-  return cure_entry_pending() || (own && own->cure && own->cure->phase == CureProgress::Phase::running);
+// The jobs the fault ended here see what became of the node (healthctl explain).
+void record_cure(const ExecutorServices& services, const std::string& what, WallTime now) {
+  const auto& own = services.journal.own_drain();
+  if (!own || !own->cure) return;
+  for (auto job : own->cure->jobs) services.timeline.record(job, {now, services.node, "node cure", sanitize(what, 300)});
 }
 
-void SlurmActions::start_step(WallTime now) {
-  auto& own = journal_.own_drain();
-  if (!own || !own->cure || own->cure->at_end() || cure_entry_pending()) return;
+// What Slurm shows of this node for the cure's decisions (policy/cure_policy.hpp), asked only when
+// this boot is the one the cure's reboot was asked in.
+policy::NodeSighting sight_node(const ExecutorServices& services, const CureProgress& c) {
+  policy::NodeSighting seen;
+  seen.rebooted = !services.boot_id.empty() && !c.boot_id.empty() && services.boot_id != c.boot_id;
+  // A new boot settles both questions asked of Slurm here (back in service? the reboot over?).
+  if (seen.rebooted) return seen;
+  if (auto info = services.slurm.node(services.node)) {
+    seen.slurm_answered = true;
+    seen.drained = info->drained_or_draining();
+    seen.reboot_pending = info->reboot_pending();
+  }
+  return seen;
+}
+
+void save(Journal& journal) {
+  if (auto r = journal.save(); !r) spdlog::error("journal: {}", r.error());
+}
+
+// Journals the cure's current step (its phase becomes running).
+void start_step(const ExecutorServices& services, WallTime now) {
+  auto& own = services.journal.own_drain();
+  if (!own || !own->cure || own->cure->at_end() || cure_entry_pending(services.journal)) return;
   auto& c = *own->cure;
   const Action step = c.current();
   c.phase = CureProgress::Phase::running;
   c.since = now;
-  JournalEntry e = due_entry(Action::drain, node_, own->code, now);  // its kind: by the step
+  JournalEntry e = due_entry(Action::drain, services.node, own->code, now);  // its kind: by the step
   switch (step) {
     case Action::reset_gpu:
       e.kind = Action::reset_gpu;
@@ -102,7 +114,7 @@ void SlurmActions::start_step(WallTime now) {
       c.last = "GPU reset journalled";
       break;
     case Action::reboot:
-      // Carried out as a drain whose cure is a reboot (do_drain): the node is ours already.
+      // Carried out as a drain whose cure is a reboot (carry_out_drain): the node is ours already.
       e.kind = Action::drain;
       e.reboot = true;
       e.reason = own->reason;
@@ -121,93 +133,91 @@ void SlurmActions::start_step(WallTime now) {
     default: return;
   }
   e.cure = c;
-  spdlog::warn("node {}: cure of {}: step {} of {} ({}): {}", node_, own->code, c.step + 1, c.chain.size(), chain_text(c.chain),
-               to_string(step));
-  cure_timeline("step " + std::to_string(c.step + 1) + " of " + std::to_string(c.chain.size()) + " (" + chain_text(c.chain) +
-                    "): " + to_string(step),
-                now);
-  if (auto r = journal_.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
+  const std::string which = "step " + std::to_string(c.step + 1) + " of " + std::to_string(c.chain.size()) + " (" +
+                            chain_text(c.chain) + "): " + to_string(step);
+  spdlog::warn("node {}: cure of {}: {}", services.node, own->code, which);
+  record_cure(services, which, now);
+  if (auto r = services.journal.add(std::move(e)); !r) spdlog::error("journal: {}", r.error());
 }
 
-void SlurmActions::next_cure_step(const std::string& why, WallTime now) {
-  auto& own = journal_.own_drain();
+// The current step failed or did not cure (`why`): the next one starts, or the chain is exhausted.
+void next_cure_step(const ExecutorServices& services, const std::string& why, WallTime now) {
+  auto& own = services.journal.own_drain();
   if (!own || !own->cure) return;
   const Action was = own->cure->current();
-  spdlog::warn("node {}: cure of {}: {} did not cure it: {}", node_, own->code, to_string(was), why);
-  cure_notice(to_string(was) + " did not cure " + own->code + ": " + why, was, now);
+  spdlog::warn("node {}: cure of {}: {} did not cure it: {}", services.node, own->code, to_string(was), why);
+  cure_notice(services, to_string(was) + " did not cure " + own->code + ": " + why, was, now);
   own->cure = policy::after_failed_step(*own->cure, why, now);
   if (own->cure->phase == CureProgress::Phase::exhausted) {
     own->held = true;  // nothing healthd knows cures it: the node waits for an admin
-    spdlog::error("node {}: cure of {}: every step ({}) was tried; the node stays out until an admin resumes it", node_,
-                  own->code, chain_text(own->cure->chain));
-    cure_notice("every step of the cure (" + chain_text(own->cure->chain) + ") was tried: node " + node_ +
+    spdlog::error("node {}: cure of {}: every step ({}) was tried; the node stays out until an admin resumes it",
+                  services.node, own->code, chain_text(own->cure->chain));
+    cure_notice(services,
+                "every step of the cure (" + chain_text(own->cure->chain) + ") was tried: node " + services.node +
                     " stays out until an admin resumes it",
                 Action::none, now);
   } else {
-    start_step(now);
+    start_step(services, now);
   }
-  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+  save(services.journal);
 }
 
-policy::NodeSighting SlurmActions::sight_node(const CureProgress& c) {
-  policy::NodeSighting seen;
-  seen.rebooted = !boot_id_.empty() && !c.boot_id.empty() && boot_id_ != c.boot_id;
-  // A new boot settles both questions asked of Slurm here (back in service? the reboot over?).
-  if (seen.rebooted) return seen;
-  if (auto info = slurm_.node(node_)) {
-    seen.slurm_answered = true;
-    seen.drained = info->drained_or_draining();
-    seen.reboot_pending = info->reboot_pending();
+}  // namespace
+
+void continue_cure(const ExecutorServices& services, WallTime now) {
+  auto& own = services.journal.own_drain();
+  if (services.policy.report_only || !own || !own->cure || cure_entry_pending(services.journal)) return;
+  // The first step follows the drain at once (a reboot was the drain itself); a step that failed
+  // hands over to the next at once. A step carried out waits for the next sweep's verdict.
+  if (own->cure->phase == CureProgress::Phase::pending && !own->cure->at_end()) {
+    start_step(services, now);
+  } else if (own->cure->phase == CureProgress::Phase::failed) {
+    const std::string why = own->cure->last;
+    next_cure_step(services, why, now);
   }
-  return seen;
 }
 
-void SlurmActions::fault_seen(const std::string& code, WallTime at, WallTime now) {
-  if (policy_.report_only) return;
-  auto& own = journal_.own_drain();
-  if (!own || !own->cure || own->code != code || cure_entry_pending()) return;
+bool cure_under_way(const Journal& journal) {
+  const auto& own = journal.own_drain();
+  return cure_entry_pending(journal) || (own && own->cure && own->cure->phase == CureProgress::Phase::running);
+}
+
+void cure_fault_seen(const ExecutorServices& services, const std::string& code, WallTime at, WallTime now) {
+  if (services.policy.report_only) return;
+  auto& own = services.journal.own_drain();
+  if (!own || !own->cure || own->code != code || cure_entry_pending(services.journal)) return;
   auto& c = *own->cure;
   c.deep_checked = false;  // a deep check passed before the fault came back says nothing
   if (policy::chain_stopped(c)) return;
-  const auto decision = policy::when_fault_found(c, sight_node(c), at > c.since);
+  const auto decision = policy::when_fault_found(c, sight_node(services, c), at > c.since);
   switch (decision.move) {
     case policy::CureMove::stay: return;
     case policy::CureMove::admin_took_over:
       // The fault is not acted on again (status: override).
-      spdlog::warn("node {}: back in service during the cure of {} ({}): the cure ends there", node_, code, chain_text(c.chain));
-      memory_.overridden = code;
+      spdlog::warn("node {}: back in service during the cure of {} ({}): the cure ends there", services.node, code,
+                   chain_text(c.chain));
+      services.memory.overridden = code;
       own.reset();
       break;
     case policy::CureMove::run_step:
       c.phase = CureProgress::Phase::pending;
-      start_step(now);
+      start_step(services, now);
       break;
-    case policy::CureMove::next_step: next_cure_step(decision.why, now); return;
+    case policy::CureMove::next_step: next_cure_step(services, decision.why, now); return;
   }
-  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+  save(services.journal);
 }
 
-void SlurmActions::healthy_seen(WallTime now) {
-  auto& own = journal_.own_drain();
-  if (!own || !own->cure || cure_entry_pending()) return;
+void cure_healthy_seen(const ExecutorServices& services, WallTime now) {
+  auto& own = services.journal.own_drain();
+  if (!own || !own->cure || cure_entry_pending(services.journal)) return;
   auto& c = *own->cure;
-  if (!policy::waiting_on_reboot(c) || !policy::reboot_over(sight_node(c))) return;
+  if (!policy::waiting_on_reboot(c) || !policy::reboot_over(sight_node(services, c))) return;
   c.phase = CureProgress::Phase::verifying;
   c.since = now;
   c.last = "rebooted";
-  if (auto r = journal_.save(); !r) spdlog::error("journal: {}", r.error());
+  save(services.journal);
 }
-
-namespace {
-
-void record_cure(const ExecutorServices& services, const std::string& what, WallTime now) {
-  const auto& own = services.journal.own_drain();
-  if (!own || !own->cure) return;
-  // The jobs the fault ended here see what became of the node (healthctl explain).
-  for (auto job : own->cure->jobs) services.timeline.record(job, {now, services.node, "node cure", sanitize(what, 300)});
-}
-
-}  // namespace
 
 void cure_notice(const ExecutorServices& services, const std::string& message, Action step, WallTime now) {
   JournalEntry about;
@@ -216,11 +226,5 @@ void cure_notice(const ExecutorServices& services, const std::string& message, A
   raise_notice(services, NoticeKind::cure, about, message, step == Action::none ? "none" : to_string(step), now);
   record_cure(services, message, now);
 }
-
-void SlurmActions::cure_notice(const std::string& message, Action step, WallTime now) {
-  ar::healthd::cure_notice(services(), message, step, now);
-}
-
-void SlurmActions::cure_timeline(const std::string& what, WallTime now) { record_cure(services(), what, now); }
 
 }  // namespace ar::healthd
