@@ -1,23 +1,11 @@
 #include "vocabulary/remedy.hpp"
 
+#include "vocabulary/names.hpp"
+
 namespace ar::healthd {
 
-std::string to_string(Remedy r) {
-  for (const auto& [remedy, name] : kRemedyNames)
-    if (remedy == r) return std::string(name);
-  return "none";
-}
-
-std::optional<Remedy> parse_remedy(const std::string& s) {
-  for (const auto& [remedy, name] : kRemedyNames)
-    if (name == s) return remedy;
-  return std::nullopt;
-}
-
-std::string remedy_names(std::span<const Remedy> set) {
-  std::string out;
-  for (auto r : set) out += (out.empty() ? "" : ", ") + to_string(r);
-  return out;
-}
+std::string to_string(Remedy r) { return name_in(kRemedyNames, r); }
+std::optional<Remedy> parse_remedy(const std::string& s) { return value_named(kRemedyNames, s); }
+std::string remedy_names(std::span<const Remedy> set) { return names_of(set); }
 
 }  // namespace ar::healthd
