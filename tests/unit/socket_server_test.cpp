@@ -455,6 +455,12 @@ TEST(SocketServer, AnUnprivilegedFloodDoesNotDelayRootsLifecycleMessages) {
 }
 
 TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
+#ifdef AR_TEST_UBSAN
+  // UBSan's vptr check opens a pipe to test whether memory is readable when its type cache misses;
+  // with no descriptor left it reports a false "invalid vptr" in fmt's buffer and halts (seen in the
+  // asan tier). The release tier runs this test.
+  GTEST_SKIP() << "UBSan needs descriptors of its own; this test takes them all";
+#endif
   ar::test::LogCapture log;
   ar::test::RunningDaemon d("n1", "", limits_with(10s, 10s, 10s));
   // A child (with its own descriptor table) holds connections while this process, the server's,
@@ -464,6 +470,9 @@ TEST(SocketServer, OutOfDescriptorsTheServerBacksOffWithOneLogLine) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    // Its copy of the write end closed: a parent that dies early ends the child's reads with EOF,
+    // instead of leaving it (and ctest, which waits on its output) blocked for good.
+    ::close(go[1]);
     char c;
     (void)!::read(go[0], &c, 1);  // until the parent's limit is down
     sockaddr_un addr{};
