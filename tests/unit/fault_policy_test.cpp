@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "checks/result_util.hpp"
 #include "policy/fault_policy.hpp"
 
 namespace ar::healthd::policy {
@@ -22,12 +23,7 @@ JobAtFault job(std::uint32_t id, bool auto_resume, std::vector<std::uint32_t> st
 // A node with no fault before finds XID 79 (a reboot cures it); job 7 (auto-resume) and job 9 (not)
 // run here. Each row changes what it names.
 FaultFacts xid79() {
-  CheckResult fault;
-  fault.check = "gpu";
-  fault.status = Status::fault;
-  fault.code = "GPU-XID-79";
-  fault.message = "GPU has fallen off the bus";
-  fault.action = Remedy::reboot;
+  const auto fault = make_finding("gpu", "GPU-XID-79", Remedy::reboot, "GPU has fallen off the bus");
   return FaultFacts{.fault = fault, .episode = {}, .jobs = {job(7, true), job(9, false)}, .fault_history = {}, .node = "n1",
                     .now = kNow};
 }
