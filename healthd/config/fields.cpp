@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "runtime/process.hpp"
+#include "vocabulary/names.hpp"
 
 namespace ar::healthd {
 
@@ -184,19 +185,20 @@ Parsed<double> read_share(const toml::node& n) {
   return v;
 }
 
-Parsed<Remedy> read_remedy(const toml::node& n, std::span<const Remedy> allowed) {
-  auto r = n.is_string() ? parse_remedy(*n.value<std::string>()) : std::nullopt;
-  if (!r || std::find(allowed.begin(), allowed.end(), *r) == allowed.end())
-    return std::unexpected("must be one of " + remedy_names(allowed));
-  return *r;
+namespace {
+// A word of the vocabulary (vocabulary/names.hpp) by its name, one of `allowed`.
+template <class E>
+Parsed<E> read_one_of(const toml::node& n, std::span<const E> allowed, std::optional<E> (*parse)(const std::string&)) {
+  auto v = n.is_string() ? parse(*n.value<std::string>()) : std::nullopt;
+  if (!v || std::find(allowed.begin(), allowed.end(), *v) == allowed.end())
+    return std::unexpected("must be one of " + names_of(allowed));
+  return *v;
 }
+}  // namespace
 
-Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed) {
-  auto a = n.is_string() ? parse_action(*n.value<std::string>()) : std::nullopt;
-  if (!a || std::find(allowed.begin(), allowed.end(), *a) == allowed.end())
-    return std::unexpected("must be one of " + action_names(allowed));
-  return *a;
-}
+Parsed<Remedy> read_remedy(const toml::node& n, std::span<const Remedy> allowed) { return read_one_of(n, allowed, parse_remedy); }
+
+Parsed<Action> read_action(const toml::node& n, std::span<const Action> allowed) { return read_one_of(n, allowed, parse_action); }
 
 namespace {
 // An integer within [min, max], as T.
