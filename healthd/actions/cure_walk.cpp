@@ -20,6 +20,13 @@
 #include "text/text.hpp"
 
 namespace ar::healthd {
+namespace {
+
+void save(Journal& journal) {
+  if (auto r = journal.save(); !r) spdlog::error("journal: {}", r.error());
+}
+
+}  // namespace
 
 std::optional<CannotRun> replace_cannot_run(const std::vector<HookConfig>& hooks) {
   for (const auto& h : hooks)
@@ -59,7 +66,7 @@ void hold_cannot_run(const ExecutorServices& services, const CannotRun& missing,
               to_string(step) + " cannot run here: " + missing.why + "; node " + services.node +
                   " stays drained until an admin resumes it (" + missing.needs + ")",
               step, now);
-  if (auto r = services.journal.save(); !r) spdlog::error("journal: {}", r.error());
+  save(services.journal);
 }
 
 namespace {
@@ -92,10 +99,6 @@ policy::NodeSighting sight_node(const ExecutorServices& services, const CureProg
     seen.reboot_pending = info->reboot_pending();
   }
   return seen;
-}
-
-void save(Journal& journal) {
-  if (auto r = journal.save(); !r) spdlog::error("journal: {}", r.error());
 }
 
 // Journals the cure's current step (its phase becomes running).
