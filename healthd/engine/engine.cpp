@@ -341,7 +341,7 @@ void Engine::publish_status(bool changed) {
   nlohmann::json snapshot;
   {
     std::lock_guard lock(mutex_);
-    changed = changed || status_["node"] != rs || standing_ != standing;
+    changed = changed || status_["node"] != rs;  // the standing is a part of rs
     status_["node"] = std::move(rs);
     standing_ = standing;
     if (changed && on_status_) snapshot = status_;
