@@ -298,6 +298,9 @@ reset_log() { cat "${AR_CLUSTER_DIR}/host/$1/gpu-reset.log" 2>/dev/null; }
   set_nvml n3 '{"devices": [{}, {}], "events": [{"id": 1, "gpu": 1, "type": "xid", "xid": 79}]}'
   wait_until 90 bash -c "[ \"\$(grep -c 'n3 is back' '${AR_CLUSTER_DIR}/log/fake-reboot-n3.log')\" -gt $back ]"
   wait_until $((90 + SLURM_SETTLE_S)) node_idle n3
+  # The sampler looks every 0.2 s: stop it only once it has seen the node in service too, or the
+  # last sample can still be the drained one (seen in CI).
+  wait_until 10 bash -c "tail -1 '$samples' | grep -q -v -E '^[A-Z_+]*(DRAIN|DOWN|REBOOT)'"
   kill "$SAMPLER_PID"
   SAMPLER_PID=
   cat "$samples" >&2
