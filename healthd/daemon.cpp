@@ -117,10 +117,10 @@ class Daemon {
       metrics_.observe_slurm_call(call, took, answered);
     });
     handler_.set_error_observer([this](std::string_view code) { metrics_.observe_protocol_error(code); });
-    engine_.on_status([this](const nlohmann::json& status, const NodeStanding& standing) {
-      metrics_.observe_status(status);
+    engine_.on_status([this](const NodeHealth& health) {
+      metrics_.observe_health(health);
       // The burn-in stays off a node that is faulty or that healthd holds out (a cure under way).
-      node_out_->store(standing.faulty || standing.own_drain);
+      node_out_->store(health.standing.faulty || health.standing.own_drain);
     });
     responder_.set_notices(&notices_, config_.notify.action_failing_after);
     // A stat of one path answers in microseconds; 2 s is a filesystem that hangs.
@@ -363,7 +363,7 @@ class Daemon {
   State& state_;
   asio::io_context io_;
   std::shared_ptr<std::atomic<std::size_t>> jobs_here_ = std::make_shared<std::atomic<std::size_t>>(0);
-  std::shared_ptr<std::atomic<bool>> node_out_ = std::make_shared<std::atomic<bool>>(false);  // set from the engine's status
+  std::shared_ptr<std::atomic<bool>> node_out_ = std::make_shared<std::atomic<bool>>(false);  // set from the node's published health
   Metrics metrics_;                    // outlives the engine, the server and the webhook that feed it
   std::unique_ptr<Webhook> webhook_;   // null: no [notify] webhook
   RegistrySaver registry_saver_;

@@ -176,12 +176,24 @@ void Engine::reconfigure(const PolicyConfig& policy) {
 
 nlohmann::json Engine::status() const {
   std::lock_guard lock(mutex_);
-  return status_;
+  nlohmann::json j = nlohmann::json::object();
+  if (health_.sweep_seq > 0) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& r : health_.results) checks.push_back(r.to_json());
+    j["checks"] = std::move(checks);
+    for (const auto& [name, list] : listed_) j[name] = list;
+    j["last_sweep"] = last_sweep_;
+    if (last_sweep_job_) j["last_sweep_job"] = *last_sweep_job_;
+    j["sweep_seq"] = health_.sweep_seq;
+    j["sweep_ms"] = health_.sweep_ms;
+  }
+  if (!responder_status_.empty()) j["node"] = responder_status_;
+  return j;
 }
 
 NodeStanding Engine::standing() const {
   std::lock_guard lock(mutex_);
-  return standing_;
+  return health_.standing;
 }
 
 bool Engine::holds_code(const std::string& code) const {
@@ -316,37 +328,42 @@ bool Engine::run_sweep(const SweepRequest& request, WallTime now) {
   auto results = sweep(request.force, request.poll);
   const auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   responder_.on_sweep(results, request.jobs, request.trigger, now, !request.poll);
-  nlohmann::json checks = nlohmann::json::array();
-  for (const auto& r : results) checks.push_back(r.to_json());
-  std::vector<std::pair<std::string, nlohmann::json>> devices;  // healthctl gpus and the per-device metrics
-  for (const auto& inventory : inventories_) devices.emplace_back(inventory.name, inventory.build(results));
+  // The inventories' devices (healthctl gpus, the per-device metrics), then what each result read.
+  std::vector<std::pair<std::string, nlohmann::json>> listed;
+  std::vector<DeviceReading> devices;
+  for (const auto& inventory : inventories_) {
+    auto list = inventory.build(results);
+    listed.emplace_back(inventory.name, std::move(list.listed));
+    devices.insert(devices.end(), list.readings.begin(), list.readings.end());
+  }
+  for (const auto& r : results) devices.insert(devices.end(), r.devices.begin(), r.devices.end());
   auto held = held_codes(results);
   std::lock_guard lock(mutex_);
   held_codes_ = std::move(held);
-  status_["checks"] = checks;
-  for (auto& [name, list] : devices) status_[name] = std::move(list);
-  status_["last_sweep"] = request.why;
+  health_.results = std::move(results);
+  health_.devices = std::move(devices);
+  health_.sweep_seq = request.seq;
+  health_.sweep_ms = took;
+  listed_ = std::move(listed);
+  last_sweep_ = request.why;
   // Whose step asked for it: `healthctl status` shows the why only to those who may see the job.
-  if (request.trigger) status_["last_sweep_job"] = request.trigger->job_id;
-  else status_.erase("last_sweep_job");
-  status_["sweep_seq"] = request.seq;
-  status_["sweep_ms"] = took;
+  last_sweep_job_ = request.trigger ? std::optional<std::uint32_t>(request.trigger->job_id) : std::nullopt;
   return true;
 }
 
 // The responder's part of the status, and the whole handed to on_status_ when anything changed.
 void Engine::publish_status(bool changed) {
   auto rs = responder_.status();
-  auto standing = responder_.standing();
-  nlohmann::json snapshot;
+  std::optional<NodeHealth> snapshot;
   {
     std::lock_guard lock(mutex_);
-    changed = changed || status_["node"] != rs;  // the standing is a part of rs
-    status_["node"] = std::move(rs);
-    standing_ = standing;
-    if (changed && on_status_) snapshot = status_;
+    changed = changed || responder_status_ != rs;  // the standing and the pending actions are a part of rs
+    responder_status_ = std::move(rs);
+    health_.standing = responder_.standing();
+    health_.pending_actions = responder_.pending_actions();
+    if (changed && on_status_) snapshot = health_;
   }
-  if (changed && on_status_) on_status_(snapshot, standing);
+  if (snapshot) on_status_(*snapshot);
 }
 
 }  // namespace ar::healthd

@@ -66,7 +66,8 @@ class Engine {
   // guard: a new one of its name is not run until the old run returns.
   void replace_checks(std::vector<std::shared_ptr<Check>> checks, Check::JudgeNow judge_now);
 
-  // The last result of every check and the responder's state, as of the last sweep.
+  // The last result of every check and the responder's state, as of the last sweep: the socket's
+  // `status`, written from the typed health at each call.
   nlohmann::json status() const;
   // Whether the last sweep's results hold `code` (checks/check.hpp held_codes): what an admin may clear.
   bool holds_code(const std::string& code) const;
@@ -85,10 +86,10 @@ class Engine {
   // that is not hung in a run forgets `code`. Answers how many forgot it, and how many were not asked.
   std::pair<std::size_t, std::size_t> forget(const std::string& code);
 
-  // Called on the engine thread with the new status after every sweep and whenever the node's state
-  // changes (the metrics follow it). Set before start().
-  // `standing` is the node's part of it, typed, for what decides from it.
-  using StatusObserver = std::function<void(const nlohmann::json& status, const NodeStanding& standing)>;
+  // Called on the engine thread with the node's health, typed (vocabulary/node_health.hpp), after
+  // every sweep and whenever the node's standing or pending actions change (the metrics and the
+  // burn-in's gate follow it). Set before start().
+  using StatusObserver = std::function<void(const NodeHealth& health)>;
   void on_status(StatusObserver observer) { on_status_ = std::move(observer); }
   // The node's standing as last published (any thread).
   NodeStanding standing() const;
@@ -153,9 +154,15 @@ class Engine {
   void carry_out(const AdminAction& action);
   std::chrono::milliseconds check_deadline_;
   const std::vector<DeviceInventory> inventories_;
-  nlohmann::json status_ = nlohmann::json::object();
-  NodeStanding standing_;  // beside status_["node"], under mutex_
-  std::set<std::string> held_codes_;  // of the last sweep, beside status_ under mutex_
+  // What status() and the observers are given, under mutex_: the typed health, and beside it what
+  // only the socket's JSON shows (the inventories' lists, why the last sweep ran, the responder's
+  // own status).
+  NodeHealth health_;
+  std::vector<std::pair<std::string, nlohmann::json>> listed_;  // by inventory name ("gpus")
+  std::string last_sweep_;
+  std::optional<std::uint32_t> last_sweep_job_;  // whose step asked for it
+  nlohmann::json responder_status_ = nlohmann::json::object();
+  std::set<std::string> held_codes_;  // of the last sweep
 
   std::map<std::string, CheckState> state_;  // by check name; engine thread only
   std::thread thread_;

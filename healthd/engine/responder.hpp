@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actions/slurm_actions.hpp"
+#include "vocabulary/node_health.hpp"
 #include "actions/slurm_client.hpp"
 #include "checks/check.hpp"
 #include "config/config.hpp"
@@ -76,15 +77,6 @@ struct StepFailure {
   int wait_status = 0;
   bool auto_resume = false;
   std::optional<std::uint32_t> max_resumes;
-};
-
-// Where the node stands, typed: what is decided from the published status outside the engine (an
-// admin's resume without --force, the burn-in's gate) reads this, never the status's JSON.
-struct NodeStanding {
-  bool faulty = false;     // the last sweep found a fault that takes the node out
-  std::string fault_code;  // its code ("" when not faulty)
-  bool own_drain = false;  // healthd drained the node and has not returned it
-  bool operator==(const NodeStanding&) const = default;
 };
 
 class Responder {
@@ -132,6 +124,7 @@ class Responder {
   std::optional<WallTime> next_due() const { return actions_.next_due(); }
 
   NodeStanding standing() const { return {faulty_, fault_code_, journal_.own_drain().has_value()}; }
+  std::size_t pending_actions() const { return journal_.pending().size(); }
   nlohmann::json status() const;
 
   // Where notices go (vocabulary/notice.hpp): incidents here, what was carried out in the actions.

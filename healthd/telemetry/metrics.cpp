@@ -1,7 +1,5 @@
 #include "telemetry/metrics.hpp"
 
-#include "text/json_read.hpp"
-
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -27,7 +25,6 @@
 namespace ar::healthd {
 namespace {
 
-using json = nlohmann::json;
 using prometheus::Counter;
 using prometheus::Gauge;
 using prometheus::Histogram;
@@ -39,42 +36,10 @@ const Histogram::BucketBoundaries kSlurmBuckets = {0.001, 0.0025, 0.005, 0.01, 0
 // A sweep is bounded by check_deadline_s (10 s by default), a DCGM diagnostic longer.
 const Histogram::BucketBoundaries kSweepBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 
-const std::vector<std::string> kStatuses = {"ok", "warn", "fault", "error"};
+// healthd_check_status's values, and healthd_gpu_health's numbers (docs/metrics.md): Status, in its order.
+constexpr Status kStatuses[] = {Status::ok, Status::warn, Status::fault, Status::error};
+double gpu_health_value(Status s) { return static_cast<double>(static_cast<int>(s)); }
 
-// healthd_gpu_health's values (docs/metrics.md): as CheckResult's Status, in its order.
-double health_value(const std::string& status) {
-  auto it = std::find(kStatuses.begin(), kStatuses.end(), status);
-  return it == kStatuses.end() ? 3 : static_cast<double>(it - kStatuses.begin());
-}
-
-// Which status of several results of one check (one per mount) the check shows: a fault first, then a
-// check that could not look, then a warning.
-int rank(const std::string& status) {
-  if (status == "fault") return 3;
-  if (status == "error") return 2;
-  if (status == "warn") return 1;
-  return 0;
-}
-
-// The engine's status is our own, but read as data: a field of another type is taken as absent.
-using json_read::flag_at;
-using json_read::string_at;
-double number_at(const json& j, const char* key, double otherwise = 0) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : otherwise;
-}
-const json& member(const json& j, const char* key) {
-  static const json kNull;
-  auto it = j.find(key);
-  return it != j.end() ? *it : kNull;
-}
-// The results of one check (most have one; the storage check one per mount).
-void results_of(const json& checks, const std::string& name, std::vector<const json*>& out) {
-  out.clear();
-  if (checks.is_array())
-    for (const auto& r : checks)
-      if (r.is_object() && string_at(r, "check") == name) out.push_back(&r);
-}
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -108,13 +73,13 @@ struct Metrics::Impl {
   }
 
   // Every family of the node's healthd, all in one registry: what /metrics and the textfile show.
-  void observe(const json& health);
-  void observe_node(const json& node_status);
-  void observe_checks(const json& checks);
-  void observe_gpus(const json& checks, const json& inventory);
-  void count_xids(const json& checks);
-  void observe_efa(const json& checks);
-  void observe_neuron(const json& checks);
+  void observe(const NodeHealth& health);
+  void observe_node(const NodeHealth& health);
+  void observe_checks(const std::vector<CheckResult>& results);
+  void observe_gpus(const NodeHealth& health);
+  void count_xids(const std::vector<CheckResult>& results);
+  void observe_efa(const std::vector<DeviceReading>& devices);
+  void observe_neuron(const std::vector<DeviceReading>& devices);
   void count_notice(const Notice& n);
 
   const std::string node;
@@ -157,7 +122,7 @@ struct Metrics::Impl {
   // Each check's last result.
   SnapshotFamily<Gauge> check_status{*registry, "healthd_check_status",
                                      "1 for each check's current status (ok, warn, fault, error), 0 for the other three.",
-                                     overflow, kMaxSeries * kStatuses.size()};
+                                     overflow, kMaxSeries * std::size(kStatuses)};
   SnapshotFamily<Gauge> check_duration{*registry, "healthd_check_duration_seconds", "How long each check's last run took.",
                                        overflow};
   SnapshotFamily<Gauge> check_last_run{*registry, "healthd_check_last_run_timestamp_seconds",
@@ -225,61 +190,53 @@ struct Metrics::Impl {
   std::unique_ptr<TextfileWriter> writer;
 };
 
-void Metrics::Impl::observe(const json& health) {
-  if (!health.is_object()) return;
+void Metrics::Impl::observe(const NodeHealth& health) {
   std::lock_guard lock(mutex);
-  if (auto seq = health.find("sweep_seq"); seq != health.end() && seq->is_number_unsigned()) {
-    // The status is also published between sweeps (after journal work): a sweep is counted once.
-    if (last_sweep_seq != seq->get<std::uint64_t>()) {
-      last_sweep_seq = seq->get<std::uint64_t>();
-      sweep_duration.Observe(number_at(health, "sweep_ms") / 1000);
-      last_sweep.Set(now_seconds());
-    }
+  // The health is also published between sweeps (after journal work): a sweep is counted once.
+  if (health.sweep_seq > 0 && last_sweep_seq != health.sweep_seq) {
+    last_sweep_seq = health.sweep_seq;
+    sweep_duration.Observe(health.sweep_ms / 1000);
+    last_sweep.Set(now_seconds());
   }
-  if (const auto& n = member(health, "node"); n.is_object()) observe_node(n);
-  if (const auto& checks = member(health, "checks"); checks.is_array()) {
-    observe_checks(checks);
-    // The engine lists the GPUs (the GPU check kind's DeviceInventory, which healthctl shows too); a
-    // status without a list has no GPU to show.
-    const auto& listed = member(health, "gpus");
-    observe_gpus(checks, listed.is_array() ? listed : json::array());
-    count_xids(checks);
-    observe_efa(checks);
-    observe_neuron(checks);
-  }
+  observe_node(health);
+  if (health.sweep_seq == 0) return;  // no sweep yet: no check has a result to show
+  observe_checks(health.results);
+  observe_gpus(health);
+  count_xids(health.results);
+  observe_efa(health.devices);
+  observe_neuron(health.devices);
 }
 
-void Metrics::Impl::observe_node(const json& n) {
-  const bool faulty = flag_at(n, "faulty");
-  node_faulty.Set(faulty ? 1 : 0);
+void Metrics::Impl::observe_node(const NodeHealth& health) {
+  const auto& standing = health.standing;
+  node_faulty.Set(standing.faulty ? 1 : 0);
   node_fault_info.begin();
-  if (const auto code = string_at(n, "fault_code"); faulty && !code.empty()) node_fault_info.set({{"code", label_value(code)}}, 1);
+  if (standing.faulty && !standing.fault_code.empty()) node_fault_info.set({{"code", label_value(standing.fault_code)}}, 1);
   node_fault_info.end();
-  actions_pending.Set(number_at(n, "pending_actions"));
+  actions_pending.Set(static_cast<double>(health.pending_actions));
 }
 
-void Metrics::Impl::observe_checks(const json& checks) {
+void Metrics::Impl::observe_checks(const std::vector<CheckResult>& results) {
   struct Summary {
-    std::string status = "ok";
+    Status status = Status::ok;
     double duration_s = 0, at_s = 0;
   };
   std::map<std::string, Summary> by_check;  // a check of several results (one per mount) is one series
-  for (const auto& r : checks) {
-    if (!r.is_object()) continue;
-    const auto name = string_at(r, "check");
-    if (name.empty()) continue;
-    auto [it, added] = by_check.try_emplace(label_value(name));
+  for (const auto& r : results) {
+    if (r.check.empty()) continue;
+    auto [it, added] = by_check.try_emplace(label_value(r.check));
     auto& s = it->second;
-    if (const auto status = string_at(r, "status"); added || rank(status) > rank(s.status))
-      s.status = std::find(kStatuses.begin(), kStatuses.end(), status) != kStatuses.end() ? status : "error";
-    s.duration_s = std::max(s.duration_s, number_at(r, "duration_ms") / 1000);
-    s.at_s = std::max(s.at_s, number_at(r, "at_ms") / 1000);
+    // A fault first, then a check that could not look, then a warning.
+    if (added || display_rank(r.status) > display_rank(s.status)) s.status = r.status;
+    s.duration_s = std::max(s.duration_s, std::chrono::duration<double>(r.duration).count());
+    s.at_s = std::max(s.at_s, std::chrono::duration<double>(r.at.time_since_epoch()).count());
   }
   check_status.begin();
   check_duration.begin();
   check_last_run.begin();
   for (const auto& [name, s] : by_check) {
-    for (const auto& status : kStatuses) check_status.set({{"check", name}, {"status", status}}, status == s.status ? 1 : 0);
+    for (const auto status : kStatuses)
+      check_status.set({{"check", name}, {"status", to_string(status)}}, status == s.status ? 1 : 0);
     check_duration.set({{"check", name}}, s.duration_s);
     check_last_run.set({{"check", name}}, s.at_s);
   }
@@ -288,35 +245,33 @@ void Metrics::Impl::observe_checks(const json& checks) {
   check_last_run.end();
 }
 
-void Metrics::Impl::observe_gpus(const json& checks, const json& inventory) {
-  std::vector<const json*> nvml;
-  results_of(checks, "gpu.nvml", nvml);
-  const bool nvml_failing = std::any_of(nvml.begin(), nvml.end(), [](const json* r) {
-    const auto s = string_at(*r, "status");
-    return s == "fault" || s == "error";
+void Metrics::Impl::observe_gpus(const NodeHealth& health) {
+  std::vector<const GpuReading*> gpus;
+  for (const auto& d : health.devices)
+    if (const auto* g = std::get_if<GpuReading>(&d)) gpus.push_back(g);
+  const bool nvml_failing = std::any_of(health.results.begin(), health.results.end(), [](const CheckResult& r) {
+    return r.check == "gpu.nvml" && (r.status == Status::fault || r.status == Status::error);
   });
   gpu_health.begin();
   gpu_xid_last.begin();
-  if (inventory.empty() && nvml_failing) {
+  if (gpus.empty() && nvml_failing) {
     // NVML hung or lost its device list: the GPUs are still there, healthd just cannot see them. They
     // stay on the dashboards as "error" rather than vanish.
     for (const auto& labels : last_gpus) {
-      gpu_health.set(labels, 3);
+      gpu_health.set(labels, gpu_health_value(Status::error));
       (void)gpu_xid_last.at(labels);
     }
   } else {
     last_gpus.clear();
-    for (const auto& g : inventory) {
-      if (!g.is_object()) continue;
+    for (const auto* g : gpus) {
       // dcgm-exporter's label names and values (gpu is the index), so the two join.
-      Labels labels = {{"gpu", std::to_string(static_cast<unsigned>(number_at(g, "index")))},
-                       {"UUID", label_value(string_at(g, "uuid"))},
-                       {"pci_bus_id", label_value(string_at(g, "bus_id"))},
-                       {"modelName", label_value(string_at(g, "name"))},
+      Labels labels = {{"gpu", std::to_string(g->index)},
+                       {"UUID", label_value(g->uuid)},
+                       {"pci_bus_id", label_value(g->bus_id)},
+                       {"modelName", label_value(g->model)},
                        {"Hostname", node}};
-      gpu_health.set(labels, health_value(string_at(g, "health")));
-      const auto& xid = member(g, "xid");
-      gpu_xid_last.set(labels, xid.is_object() ? number_at(xid, "xid") : 0);
+      gpu_health.set(labels, gpu_health_value(g->health));
+      gpu_xid_last.set(labels, g->last_xid.value_or(0));
       last_gpus.insert(std::move(labels));
     }
   }
@@ -324,84 +279,44 @@ void Metrics::Impl::observe_gpus(const json& checks, const json& inventory) {
   gpu_xid_last.end();
 }
 
-void Metrics::Impl::count_xids(const json& checks) {
-  std::vector<const json*> results;
-  results_of(checks, "gpu_xid", results);
-  if (results.empty()) return;
-  const auto& events = member(member(*results.front(), "detail"), "events");
-  if (!events.is_array()) return;
+// Counted from the XID check's tallies, each event once however many sweeps show it.
+void Metrics::Impl::count_xids(const std::vector<CheckResult>& results) {
+  auto xid_result = std::find_if(results.begin(), results.end(), [](const CheckResult& r) { return r.check == "gpu_xid"; });
+  if (xid_result == results.end()) return;
   std::map<std::pair<std::uint64_t, std::string>, XidSeen> now;
-  for (const auto& e : events) {
-    if (!e.is_object() || !member(e, "xid").is_number_unsigned()) continue;
-    const auto xid = e["xid"].get<std::uint64_t>();
-    const auto key = std::make_pair(xid, string_at(e, "gpu"));
-    const auto count = static_cast<std::uint64_t>(std::max(0.0, number_at(e, "count")));
+  for (const auto& t : xid_result->xids) {
+    const auto key = std::make_pair(std::uint64_t{t.xid}, t.gpu);
     std::uint64_t fresh = 0;
     if (auto it = xids_seen.find(key); it != xids_seen.end()) {
       // Counts only grow while the XID is tracked; a smaller one is a new episode after it expired.
-      fresh = count >= it->second.count ? count - it->second.count : count;
+      fresh = t.count >= it->second.count ? t.count - it->second.count : t.count;
     } else {
       // Remembered from before this healthd started (its state file): counted by the one before.
-      const bool older = !xids_baselined && number_at(e, "last_ms") < static_cast<double>(started_ms);
-      fresh = older ? 0 : count;
+      const auto last_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.last.time_since_epoch()).count();
+      fresh = !xids_baselined && last_ms < started_ms ? 0 : t.count;
     }
-    now[key].count = count;
-    if (fresh > 0) xid_events.at({{"xid", std::to_string(xid)}}).Increment(static_cast<double>(fresh));
+    now[key].count = t.count;
+    if (fresh > 0) xid_events.at({{"xid", std::to_string(t.xid)}}).Increment(static_cast<double>(fresh));
   }
   xids_seen = std::move(now);
   xids_baselined = true;
 }
 
-void Metrics::Impl::observe_efa(const json& checks) {
-  std::vector<const json*> results;
-  results_of(checks, "efa.ports", results);
+void Metrics::Impl::observe_efa(const std::vector<DeviceReading>& devices) {
   efa_up.begin();
-  for (const auto* r : results) {
-    const auto& ports = member(member(*r, "detail"), "ports");
-    if (!ports.is_array()) continue;
-    for (const auto& p : ports) {
-      // A port whose state could not be read is neither up nor down: no series (the check says error).
-      if (!p.is_object() || !string_at(p, "error").empty()) continue;
-      efa_up.set({{"device", label_value(string_at(p, "device"))}, {"port", label_value(string_at(p, "port"))}},
-                 string_at(p, "state") == "ACTIVE" ? 1 : 0);
-    }
-  }
+  for (const auto& d : devices)
+    if (const auto* p = std::get_if<EfaPortReading>(&d))
+      efa_up.set({{"device", label_value(p->device)}, {"port", label_value(p->port)}}, p->active ? 1 : 0);
   efa_up.end();
 }
 
-void Metrics::Impl::observe_neuron(const json& checks) {
-  std::map<std::string, bool> healthy;  // by device
-  std::vector<const json*> results;
-  results_of(checks, "neuron.health", results);
-  for (const auto* r : results) {
-    const auto& devices = member(member(*r, "detail"), "devices");
-    if (!devices.is_array()) continue;
-    for (const auto& d : devices) {
-      const auto name = d.is_object() ? string_at(d, "device") : std::string();
-      if (name.empty()) continue;
-      bool ok = true;
-      // The driver's own list of unhealthy components ("none" when there is none).
-      if (const auto& words = member(d, "unhealthy_components"); words.is_array())
-        for (const auto& w : words) ok = ok && w.is_string() && w.get<std::string>() == "none";
-      healthy[name] = ok;
-    }
-  }
-  results_of(checks, "neuron.errors", results);
-  for (const auto* r : results) {
-    const auto& detail = member(*r, "detail");
-    const double max_uncorrected = number_at(detail, "max_uncorrected");
-    const auto& counters = member(detail, "counters");
-    if (!counters.is_array()) continue;
-    for (const auto& c : counters) {
-      if (!c.is_object()) continue;
-      const auto scope = string_at(c, "scope");  // "neuron3" or "neuron3/neuron_core1"
-      const auto device = scope.substr(0, scope.find('/'));
-      if (device.empty()) continue;
-      const auto kind = string_at(c, "kind");
-      const bool bad = (kind == "uncorrectable" || kind == "repairable") && number_at(c, "value") > max_uncorrected;
-      auto [it, added] = healthy.try_emplace(device, true);
-      it->second = it->second && !bad;
-    }
+void Metrics::Impl::observe_neuron(const std::vector<DeviceReading>& devices) {
+  std::map<std::string, bool> healthy;  // by device: healthy only while every reading of it says so
+  for (const auto& d : devices) {
+    const auto* n = std::get_if<NeuronReading>(&d);
+    if (n == nullptr || n->device.empty()) continue;
+    auto [it, added] = healthy.try_emplace(n->device, true);
+    it->second = it->second && n->healthy;
   }
   neuron_healthy.begin();
   for (const auto& [device, ok] : healthy) neuron_healthy.set({{"device", label_value(device)}}, ok ? 1 : 0);
@@ -456,11 +371,11 @@ std::optional<int> Metrics::listening_port() const {
   return impl_->endpoint->port();
 }
 
-void Metrics::observe_status(const nlohmann::json& health) {
+void Metrics::observe_health(const NodeHealth& health) {
   try {
     impl_->observe(health);
   } catch (const std::exception& e) {
-    spdlog::error("metrics: the engine's status not read: {}", e.what());
+    spdlog::error("metrics: the node's health not shown: {}", e.what());
   }
 }
 

@@ -4,7 +4,7 @@
 // series carry dcgm-exporter's labels (gpu, UUID, pci_bus_id, modelName, Hostname) so dashboards
 // join them with DCGM's. The reference is docs/metrics.md.
 //
-// Threads: observe_status() and notify() are called on the engine thread, observe_slurm_call() on
+// Threads: observe_health() and notify() are called on the engine thread, observe_slurm_call() on
 // whichever thread calls Slurm, observe_protocol_error() on the event loop; the endpoint's own
 // thread (telemetry/metrics_endpoint.hpp) and the textfile writer only read. None of them blocks on I/O.
 #pragma once
@@ -16,9 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "config/telemetry_config.hpp"
+#include "vocabulary/node_health.hpp"
 #include "vocabulary/notice.hpp"
 
 namespace ar::healthd {
@@ -39,8 +38,8 @@ class Metrics final : public NoticeSink {
   // The port the endpoint listens on (the one the system chose, for port 0); none without one.
   std::optional<int> listening_port() const;
 
-  // The engine's status after a sweep (Engine::status(): "checks", "node", "gpus", "sweep_ms", ...).
-  void observe_status(const nlohmann::json& health);
+  // The node's health as the engine publishes it, after each sweep and when the standing changes.
+  void observe_health(const NodeHealth& health);
   // A notice (vocabulary/notice.hpp): counted by kind and code.
   void notify(const Notice& n) noexcept override;
   // One call to slurmctld: which call ("load_job", "update_node", ...), how long it took, and

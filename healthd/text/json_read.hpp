@@ -1,5 +1,6 @@
-// Lenient readers of JSON healthd made itself but reads back as data (the engine's status, check
-// results' detail): a field missing or of another type reads as absent, never throws. State files
+// Lenient readers of JSON healthd made itself but reads back as data (the GPU checks' per-GPU figures
+// in their results' detail, gpu_inventory.cpp): a field missing or of another type reads as absent,
+// never throws. State files
 // read from disk use the strict readers of state/json_fields.hpp instead.
 #pragma once
 

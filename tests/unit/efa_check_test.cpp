@@ -73,6 +73,7 @@ TEST(EfaSysfs, AStateFileWithNoStateIsUnreadableNotAPortDown) {
   auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::error);
   EXPECT_EQ(r.action, Remedy::none);
+  EXPECT_TRUE(r.devices.empty());  // neither up nor down: no reading, no series
 }
 
 TEST(EfaSysfs, NoRdmaClassIsNoDeviceNotAnError) {
@@ -115,6 +116,8 @@ TEST(EfaJudge, APortNotActiveDrainsNamingTheDevice) {
   EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.message, "rdmap16s27 port 1 is DOWN");
   EXPECT_EQ(r.detail["ports"].size(), 2u);
+  // Each port, typed, for the metrics (healthd_efa_device_up).
+  EXPECT_EQ(r.devices, (std::vector<DeviceReading>{EfaPortReading{"rdmap0", "1", true}, EfaPortReading{"rdmap16s27", "1", false}}));
 }
 
 TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {
@@ -123,6 +126,7 @@ TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {
   auto r = area(judge_efa(snap, 1, EfaConfig{}, {}), "efa.ports");
   EXPECT_EQ(r.status, Status::error);
   EXPECT_EQ(r.action, Remedy::none);
+  EXPECT_TRUE(r.devices.empty());  // neither up nor down: no reading, no series
 }
 
 TEST(EfaJudge, CounterRiseAboveThresholdTakesTheConfiguredAction) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -48,6 +49,7 @@ class GatedCheck : public Check {
     cv.wait(lock, [&] { return open; });
     CheckResult r;
     r.check = name();
+    r.devices = {EfaPortReading{"rdmap0", "1", !faulty_}};
     if (faulty_) {
       r.status = Status::fault;
       r.code = "GPU-XID-79";
@@ -267,17 +269,27 @@ TEST(Engine, ReplacedChecksTakeOverFromTheOldOnesAndAHungOneKeepsItsGuard) {
 }
 
 // The device lists (DeviceInventory) are the kinds' own: the engine builds each after a sweep into
-// the status under its name, from that sweep's results, knowing none by name.
+// the status under its name, from that sweep's results, knowing none by name; their typed readings,
+// then each result's own, go to the observers.
 TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
   EngineParts parts;
   auto check = std::make_shared<GatedCheck>();
   check->let_go();
   DeviceInventory widgets{"widgets", [](const std::vector<CheckResult>& results) {
-                            nlohmann::json list = nlohmann::json::array();
-                            for (const auto& r : results) list.push_back({{"from", r.check}});
+                            DeviceList list;
+                            for (const auto& r : results) {
+                              list.listed.push_back({{"from", r.check}});
+                              list.readings.push_back(NeuronReading{"widget-of-" + r.check, true});
+                            }
                             return list;
                           }};
   Engine engine({check}, parts.responder, 10s, {widgets});
+  std::mutex m;
+  std::optional<NodeHealth> published;
+  engine.on_status([&](const NodeHealth& health) {
+    std::lock_guard lock(m);
+    published = health;
+  });
   engine.start();
   const auto seq = engine.request_sweep("periodic");
   for (int i = 0; i < 200 && engine.status().value("sweep_seq", std::uint64_t{0}) < seq; ++i) std::this_thread::sleep_for(20ms);
@@ -285,21 +297,26 @@ TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
   engine.stop();
   ASSERT_TRUE(status.contains("widgets")) << status.dump();
   EXPECT_EQ(status["widgets"], nlohmann::json::parse(R"([{"from": "gated"}])"));
+  std::lock_guard lock(m);
+  ASSERT_TRUE(published.has_value());
+  EXPECT_EQ(published->sweep_seq, seq);
+  ASSERT_EQ(published->results.size(), 1u);
+  EXPECT_EQ(published->results[0].check, "gated");
+  EXPECT_EQ(published->devices, (std::vector<DeviceReading>{NeuronReading{"widget-of-gated", true}, EfaPortReading{"rdmap0", "1", true}}));
   EXPECT_FALSE(status.contains("gpus"));  // no kind named here keeps GPUs
 }
 
 // What is decided from the published status (an admin's resume, the burn-in's gate) reads the node's
-// standing, typed, handed to the observer with the JSON and kept for Engine::standing().
+// standing, typed, handed to the observer and kept for Engine::standing().
 TEST(Engine, TheNodesStandingIsPublishedTypedBesideTheStatus) {
   EngineParts parts;
   auto check = std::make_shared<GatedCheck>(true, true);
   Engine engine({check}, parts.responder, 10s);
   std::mutex m;
   std::vector<NodeStanding> seen;
-  engine.on_status([&](const nlohmann::json& status, const NodeStanding& standing) {
+  engine.on_status([&](const NodeHealth& health) {
     std::lock_guard lock(m);
-    EXPECT_EQ(status["node"].value("faulty", false), standing.faulty);
-    seen.push_back(standing);
+    seen.push_back(health.standing);
   });
   EXPECT_FALSE(engine.standing().faulty);
   engine.start();
@@ -308,6 +325,9 @@ TEST(Engine, TheNodesStandingIsPublishedTypedBesideTheStatus) {
   const auto standing = engine.standing();
   EXPECT_TRUE(standing.faulty);
   EXPECT_EQ(standing.fault_code, "GPU-XID-79");
+  // The status JSON of the socket says the same, written from the same facts.
+  EXPECT_EQ(engine.status()["node"].value("faulty", false), true);
+  EXPECT_EQ(engine.status()["node"].value("fault_code", ""), "GPU-XID-79");
   // The drain is journalled, not carried out (this Slurm never answers): healthd has not drained yet.
   EXPECT_FALSE(standing.own_drain);
   std::lock_guard lock(m);

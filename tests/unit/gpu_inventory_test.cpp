@@ -59,7 +59,7 @@ GpuSnapshot gpu(unsigned i) {
 }  // namespace
 
 TEST(GpuInventory, AHealthyNodeListsEveryGpuOkWithItsIdsAndFigures) {
-  auto inv = gpu_inventory(gpu_results(R"({"devices": [{}, {}]})"));
+  auto inv = gpu_inventory(gpu_results(R"({"devices": [{}, {}]})")).listed;
   ASSERT_EQ(inv.size(), 2u) << inv.dump(2);
   const auto& g = inv[1];
   EXPECT_EQ(g["index"], 1);
@@ -78,7 +78,7 @@ TEST(GpuInventory, AFaultIsPinnedOnItsGpuAloneWithTheCheckAndCode) {
   auto results = gpu_results(
       R"({"devices": [{}, {"remap": {"corrected": 0, "uncorrected": 3, "pending": true, "failure": false},
                            "ecc": {"volatile_uncorrected": 3, "volatile_corrected": 7}}, {}]})");
-  auto inv = gpu_inventory(results);
+  auto inv = gpu_inventory(results).listed;
   ASSERT_EQ(inv.size(), 3u);
   EXPECT_EQ(inv[0]["health"], "ok");
   EXPECT_EQ(inv[2]["health"], "ok");
@@ -104,7 +104,7 @@ TEST(GpuInventory, AnXidGoesToTheGpuAtItsPciAddressWithItsCountAndTime) {
   xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at});
   xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at + 1s});
   results.push_back(xids.judge(at + 2s));
-  auto inv = gpu_inventory(results);
+  auto inv = gpu_inventory(results).listed;
   ASSERT_EQ(inv.size(), 2u);
   // XID 79 holds at once and calls for a reboot: a fault of GPU 1.
   EXPECT_EQ(inv[1]["health"], "fault");
@@ -121,6 +121,35 @@ TEST(GpuInventory, AnXidGoesToTheGpuAtItsPciAddressWithItsCountAndTime) {
   EXPECT_EQ(inv[0]["xid"]["count"], 2);
 }
 
+// The same GPUs, typed, for the metrics: the ids, the health and the newest XID of each, in the list's order.
+TEST(GpuInventory, EachGpuIsAlsoATypedReadingWithItsHealthAndNewestXid) {
+  auto results = gpu_results(R"({"devices": [{}, {}, {}]})");
+  XidCheck xids(XidPolicy::defaults(), 600s);
+  const auto at = XidCheck::Clock::now();
+  xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79, GPU has fallen off the bus.", at});
+  xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at});
+  results.push_back(xids.judge(at + 1s));
+  const auto inv = gpu_inventory(results);
+  ASSERT_EQ(inv.readings.size(), inv.listed.size());
+  ASSERT_EQ(inv.readings.size(), 3u);
+  std::vector<GpuReading> gpus;
+  for (const auto& d : inv.readings) {
+    ASSERT_TRUE(std::holds_alternative<GpuReading>(d));
+    gpus.push_back(std::get<GpuReading>(d));
+  }
+  EXPECT_EQ(gpus[1], (GpuReading{1, "GPU-fa4e0000-0000-4000-8000-000000000001", "00000000:28:00.0", "NVIDIA H100 80GB HBM3",
+                                 Status::fault, 79u}));
+  EXPECT_EQ(gpus[0].index, 0u);
+  EXPECT_EQ(gpus[0].health, Status::warn);  // XID 13: the application's
+  EXPECT_EQ(gpus[0].last_xid, 13u);
+  EXPECT_EQ(gpus[2].health, Status::ok);
+  EXPECT_EQ(gpus[2].last_xid, std::nullopt);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    EXPECT_EQ(inv.listed[i]["uuid"], gpus[i].uuid);
+    EXPECT_EQ(inv.listed[i]["health"], to_string(gpus[i].health));
+  }
+}
+
 TEST(GpuInventory, TheWorstFindingOfAGpuWinsAndAWarningStaysAWarning) {
   GpuFleetSnapshot fleet;
   fleet.nvml_loaded = true;
@@ -130,7 +159,7 @@ TEST(GpuInventory, TheWorstFindingOfAGpuWinsAndAWarningStaysAWarning) {
   GpuFleetSnapshot before = fleet;
   fleet.gpus[1].nvlinks[2].active = false;  // a link seen active went down: a drain
   GpuThresholds t;
-  auto inv = gpu_inventory({judge_gpu_temperature(fleet, t), judge_gpu_nvlink(fleet, &before, t)});
+  auto inv = gpu_inventory({judge_gpu_temperature(fleet, t), judge_gpu_nvlink(fleet, &before, t)}).listed;
   ASSERT_EQ(inv.size(), 2u);
   EXPECT_EQ(inv[0]["health"], "warn");
   EXPECT_EQ(inv[0]["problems"].size(), 1u);
@@ -167,8 +196,8 @@ TEST(GpuInventory, TheJsonFormIsTheSameAsTheResultsAndSurvivesOddShapes) {
   auto results = gpu_results(R"({"devices": [{}, {"temperature": 120}]})");
   json as_status = json::array();
   for (const auto& r : results) as_status.push_back(r.to_json());
-  EXPECT_EQ(gpu_inventory_of(as_status), gpu_inventory(results));
-  EXPECT_EQ(gpu_inventory(results)[1]["health"], "warn");
+  EXPECT_EQ(gpu_inventory_of(as_status), gpu_inventory(results).listed);
+  EXPECT_EQ(gpu_inventory(results).listed[1]["health"], "warn");
   // Shapes it does not expect are skipped, never thrown on.
   const auto odd = json::parse(R"([1, "x", null, {"check": "gpu.memory"}, {"check": "gpu.memory", "detail": []},
     {"check": "gpu.memory", "detail": {"gpus": [5, {"index": "zero"}, {"index": -1}, {"index": 2, "bus_id": 7,

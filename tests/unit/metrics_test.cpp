@@ -1,5 +1,5 @@
-// healthd's Prometheus metrics (telemetry/metrics.hpp) fed as the daemon feeds them: the engine's
-// status JSON (with real GPU check results from the fake NVML library), notices, Slurm calls. Values
+// healthd's Prometheus metrics (telemetry/metrics.hpp) fed as the daemon feeds them: the node's
+// typed health (with real GPU check results from the fake NVML library), notices, Slurm calls. Values
 // and labels, series that go when their thing goes, the cardinality cap, `promtool check metrics` on
 // the text, the endpoint (and its stand against a flood of slow connections) and the textfile; and
 // the packaged alert rules and dashboard against the metrics that exist.
@@ -96,29 +96,33 @@ std::optional<double> value(const Metrics& m, const std::string& name, const std
   return found.front().value;
 }
 
-std::int64_t now_ms() { return to_epoch_ms(std::chrono::system_clock::now()); }
-
-json result(const std::string& check, const std::string& status, json detail = json::object(), std::int64_t duration_ms = 12) {
-  return {{"check", check}, {"status", status}, {"code", status == "ok" ? "" : "X-" + check}, {"message", "m"},
-          {"action", "none"}, {"duration_ms", duration_ms}, {"at_ms", now_ms()}, {"detail", std::move(detail)}};
+// A check's result as the engine holds it; `devices`: what it read of each device.
+CheckResult result(const std::string& check, Status status, std::vector<DeviceReading> devices = {},
+                   std::chrono::milliseconds duration = 12ms) {
+  CheckResult r;
+  r.check = check;
+  r.status = status;
+  r.code = status == Status::ok ? "" : "X-" + check;
+  r.message = "m";
+  r.duration = duration;
+  r.at = std::chrono::system_clock::now();
+  r.devices = std::move(devices);
+  return r;
 }
 
-// A status as the engine publishes it: the results, and the GPU list the GPU kind builds from them.
-json status_with(json checks, bool faulty = false, const std::string& code = "", std::uint64_t seq = 1) {
-  json gpus = gpu_inventory_of(checks);
-  return {{"checks", std::move(checks)},
-          {"gpus", std::move(gpus)},
-          {"node", {{"faulty", faulty}, {"fault_code", code}, {"pending_actions", faulty ? 2 : 0}, {"healthy_passes", 0}}},
-          {"sweep_seq", seq},
-          {"sweep_ms", 40.0},
-          {"last_sweep", "periodic"}};
-}
-// A list of results: `{r}` made into a json is an array of r with GCC but r itself with clang
-// (nlohmann's brace initialisation), so the array is built explicitly.
-json status_with(std::initializer_list<json> checks, bool faulty = false, const std::string& code = "", std::uint64_t seq = 1) {
-  json list = json::array();
-  for (const auto& c : checks) list.push_back(c);
-  return status_with(std::move(list), faulty, code, seq);
+// The node's health as the engine publishes it: the results, the GPUs the GPU kind lists from them,
+// then each result's own devices.
+NodeHealth status_with(std::vector<CheckResult> checks, bool faulty = false, const std::string& code = "",
+                       std::uint64_t seq = 1) {
+  NodeHealth h;
+  h.standing = {faulty, code, false};
+  h.pending_actions = faulty ? 2 : 0;
+  h.sweep_seq = seq;
+  h.sweep_ms = 40.0;
+  h.devices = gpu_inventory(checks).readings;
+  for (const auto& r : checks) h.devices.insert(h.devices.end(), r.devices.begin(), r.devices.end());
+  h.results = std::move(checks);
+  return h;
 }
 
 // The fake NVML's scenario for this test (tests/fakes/README.md).
@@ -135,13 +139,11 @@ struct MetricsScenario {
   }
 };
 
-// The GPU check's results, as JSON in the engine's status, for the fake's `scenario`.
-json gpu_checks(const std::string& scenario) {
+// The GPU check's results for the fake's `scenario`.
+std::vector<CheckResult> gpu_checks(const std::string& scenario) {
   MetricsScenario s(scenario);
   GpuCheck check(FAKE_NVML_PATH, GpuThresholds{}, 5s, nullptr);
-  json out = json::array();
-  for (const auto& r : check.run()) out.push_back(r.to_json());
-  return out;
+  return check.run();
 }
 
 struct Run {
@@ -187,13 +189,12 @@ void populate(Metrics& m) {
   XidCheck xids(XidPolicy::defaults(), 600s);
   xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79, GPU has fallen off the bus.",
                XidCheck::Clock::now()});
-  checks.push_back(xids.judge(XidCheck::Clock::now()).to_json());
-  checks.push_back(result("efa.ports", "fault",
-                          {{"ports", {{{"device", "rdmap16s27"}, {"port", "1"}, {"state", "ACTIVE"}, {"error", ""}},
-                                      {{"device", "rdmap32s27"}, {"port", "1"}, {"state", "DOWN"}, {"error", ""}}}}}));
-  checks.push_back(result("neuron.health", "ok", {{"devices", {{{"device", "neuron0"}, {"unhealthy_components", {"none"}}}}}}));
-  checks.push_back(result("kernel_log", "ok"));
-  m.observe_status(status_with(checks, true, "GPU-XID-79"));
+  checks.push_back(xids.judge(XidCheck::Clock::now()));
+  checks.push_back(result("efa.ports", Status::fault,
+                          {EfaPortReading{"rdmap16s27", "1", true}, EfaPortReading{"rdmap32s27", "1", false}}));
+  checks.push_back(result("neuron.health", Status::ok, {NeuronReading{"neuron0", true}}));
+  checks.push_back(result("kernel_log", Status::ok));
+  m.observe_health(status_with(checks, true, "GPU-XID-79"));
   auto at = std::chrono::system_clock::now();
   for (auto kind : all_notice_kinds())
     m.notify({kind, at, "n1", 42, 1000, 1, "GPU-XID-79", "XID 79 on GPU 1", kind == NoticeKind::drain ? "reboot" : "requeue"});
@@ -349,12 +350,12 @@ sockaddr_in loopback_any_port() {
 TEST(Metrics, BuildInfoAndTheNodeVerdict) {
   Metrics m("n1", "1.4.2");
   EXPECT_EQ(value(m, "healthd_build_info", {{"version", "1.4.2"}}), 1);
-  m.observe_status(status_with(json::array({result("kernel_log", "fault")}), true, "KMSG-MCE"));
+  m.observe_health(status_with({result("kernel_log", Status::fault)}, true, "KMSG-MCE"));
   EXPECT_EQ(value(m, "healthd_node_faulty"), 1);
   EXPECT_EQ(value(m, "healthd_node_fault_info", {{"code", "KMSG-MCE"}}), 1);
   EXPECT_EQ(value(m, "healthd_actions_pending"), 2);
   // Healthy again: the fault's info series goes, it does not stay at its last value.
-  m.observe_status(status_with(json::array({result("kernel_log", "ok")}), false, "", 2));
+  m.observe_health(status_with({result("kernel_log", Status::ok)}, false, "", 2));
   EXPECT_EQ(value(m, "healthd_node_faulty"), 0);
   EXPECT_TRUE(samples(m, "healthd_node_fault_info").empty());
   EXPECT_EQ(value(m, "healthd_actions_pending"), 0);
@@ -362,17 +363,17 @@ TEST(Metrics, BuildInfoAndTheNodeVerdict) {
 
 TEST(Metrics, EachCheckHasItsStatusDurationAndLastRunAndGoesWhenTheCheckGoes) {
   Metrics m("n1", "1");
-  const auto at = now_ms();
-  auto r = result("node.memory", "warn", json::object(), 250);
-  r["at_ms"] = at;
-  m.observe_status(status_with({r, result("kernel_log", "ok")}));
+  const std::int64_t at = 1'780'000'123'456;  // ms
+  auto r = result("node.memory", Status::warn, {}, 250ms);
+  r.at = std::chrono::system_clock::time_point(std::chrono::milliseconds(at));
+  m.observe_health(status_with({r, result("kernel_log", Status::ok)}));
   EXPECT_EQ(value(m, "healthd_check_status", {{"check", "node.memory"}, {"status", "warn"}}), 1);
   for (const char* other : {"ok", "fault", "error"})
     EXPECT_EQ(value(m, "healthd_check_status", {{"check", "node.memory"}, {"status", other}}), 0) << other;
   EXPECT_EQ(value(m, "healthd_check_duration_seconds", {{"check", "node.memory"}}), 0.25);
   EXPECT_DOUBLE_EQ(*value(m, "healthd_check_last_run_timestamp_seconds", {{"check", "node.memory"}}), at / 1000.0);
   // A check of several results (one per mount) shows its worst.
-  m.observe_status(status_with({result("storage", "ok"), result("storage", "fault"), result("kernel_log", "ok")}, false, "", 2));
+  m.observe_health(status_with({result("storage", Status::ok), result("storage", Status::fault), result("kernel_log", Status::ok)}, false, "", 2));
   EXPECT_EQ(value(m, "healthd_check_status", {{"check", "storage"}, {"status", "fault"}}), 1);
   // node.memory is gone after a reload: none of its series stays.
   EXPECT_TRUE(samples(m, "healthd_check_status", {{"check", "node.memory"}}).empty());
@@ -382,18 +383,18 @@ TEST(Metrics, EachCheckHasItsStatusDurationAndLastRunAndGoesWhenTheCheckGoes) {
 
 TEST(Metrics, EachSweepIsCountedOnceWhateverHowOftenTheStatusIsPublished) {
   Metrics m("n1", "1");
-  m.observe_status(status_with(json::array(), false, "", 7));
-  m.observe_status(status_with(json::array(), false, "", 7));
+  m.observe_health(status_with({}, false, "", 7));
+  m.observe_health(status_with({}, false, "", 7));
   EXPECT_EQ(value(m, "healthd_sweep_duration_seconds_count"), 1);
   EXPECT_DOUBLE_EQ(*value(m, "healthd_sweep_duration_seconds_sum"), 0.04);
-  m.observe_status(status_with(json::array(), false, "", 8));
+  m.observe_health(status_with({}, false, "", 8));
   EXPECT_EQ(value(m, "healthd_sweep_duration_seconds_count"), 2);
   EXPECT_GT(*value(m, "healthd_last_sweep_timestamp_seconds"), 1.7e9);
 }
 
 TEST(Metrics, EachGpuHasItsHealthWithDcgmExportersLabels) {
   Metrics m("n7", "1");
-  m.observe_status(status_with(gpu_checks(R"({"devices": [{}, {"remap": {"corrected": 0, "uncorrected": 0, "pending": false, "failure": true}}]})")));
+  m.observe_health(status_with(gpu_checks(R"({"devices": [{}, {"remap": {"corrected": 0, "uncorrected": 0, "pending": false, "failure": true}}]})")));
   auto gpus = samples(m, "healthd_gpu_health");
   ASSERT_EQ(gpus.size(), 2u) << m.text();
   const std::map<std::string, std::string> want = {{"gpu", "1"},
@@ -406,7 +407,7 @@ TEST(Metrics, EachGpuHasItsHealthWithDcgmExportersLabels) {
   EXPECT_EQ(value(m, "healthd_gpu_health", {{"gpu", "0"}}), 0);
   EXPECT_EQ(value(m, "healthd_gpu_xid_last", {{"gpu", "0"}}), 0);
   // One GPU fell off the bus for good: its series go with it.
-  m.observe_status(status_with(gpu_checks(R"({"devices": [{}]})"), false, "", 2));
+  m.observe_health(status_with(gpu_checks(R"({"devices": [{}]})"), false, "", 2));
   EXPECT_EQ(samples(m, "healthd_gpu_health").size(), 1u);
   EXPECT_TRUE(samples(m, "healthd_gpu_health", {{"gpu", "1"}}).empty());
   EXPECT_TRUE(samples(m, "healthd_gpu_xid_last", {{"gpu", "1"}}).empty());
@@ -414,16 +415,16 @@ TEST(Metrics, EachGpuHasItsHealthWithDcgmExportersLabels) {
 
 TEST(Metrics, GpusStayAsUnknownWhileNvmlItselfFailsAndGoWhenTheCheckGoes) {
   Metrics m("n1", "1");
-  m.observe_status(status_with(gpu_checks(R"({"devices": [{}, {}]})")));
+  m.observe_health(status_with(gpu_checks(R"({"devices": [{}, {}]})")));
   ASSERT_EQ(samples(m, "healthd_gpu_health").size(), 2u);
   // NVML hangs: the GPU check reports only gpu.nvml, with no GPU in it.
-  auto hang = result("gpu.nvml", "fault", {{"call", "nvmlDeviceGetTemperature"}});
-  m.observe_status(status_with({hang}, true, "GPU-NVML-HANG", 2));
+  auto hang = result("gpu.nvml", Status::fault);
+  m.observe_health(status_with({hang}, true, "GPU-NVML-HANG", 2));
   auto gpus = samples(m, "healthd_gpu_health");
   ASSERT_EQ(gpus.size(), 2u);
   for (const auto& g : gpus) EXPECT_EQ(g.value, 3);
   // The GPU check is gone (a reload without it): so are its GPUs.
-  m.observe_status(status_with({result("kernel_log", "ok")}, false, "", 3));
+  m.observe_health(status_with({result("kernel_log", Status::ok)}, false, "", 3));
   EXPECT_TRUE(samples(m, "healthd_gpu_health").empty());
 }
 
@@ -436,56 +437,47 @@ TEST(Metrics, EveryXidEventIsCountedOnceAndTheLastOneIsShownPerGpu) {
   xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception", before});
   auto with_xids = [&](std::uint64_t seq) {
     auto c = checks;
-    c.push_back(xids.judge(XidCheck::Clock::now()).to_json());
+    c.push_back(xids.judge(XidCheck::Clock::now()));
     return status_with(c, false, "", seq);
   };
-  m.observe_status(with_xids(1));
+  m.observe_health(with_xids(1));
   EXPECT_TRUE(samples(m, "healthd_xid_events_total", {{"xid", "13"}}).empty() ||
               value(m, "healthd_xid_events_total", {{"xid", "13"}}) == 0);
   xids.record({79, "0000:28:00", "nvml", "NVML event: XID 79", XidCheck::Clock::now()});
-  m.observe_status(with_xids(2));
-  m.observe_status(with_xids(3));  // the same events again: nothing new
+  m.observe_health(with_xids(2));
+  m.observe_health(with_xids(3));  // the same events again: nothing new
   EXPECT_EQ(value(m, "healthd_xid_events_total", {{"xid", "79"}}), 1);
   EXPECT_EQ(value(m, "healthd_gpu_xid_last", {{"gpu", "1"}}), 79);
   EXPECT_EQ(value(m, "healthd_gpu_health", {{"gpu", "1"}}), 2);
   // The kernel log's line for the same event (within seconds) is not a second event; a later one is.
   xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79", XidCheck::Clock::now()});
-  m.observe_status(with_xids(4));
+  m.observe_health(with_xids(4));
   EXPECT_EQ(value(m, "healthd_xid_events_total", {{"xid", "79"}}), 1);
   xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception", XidCheck::Clock::now()});
   xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception", XidCheck::Clock::now()});
-  m.observe_status(with_xids(5));
+  m.observe_health(with_xids(5));
   EXPECT_EQ(value(m, "healthd_xid_events_total", {{"xid", "13"}}), 2);
   EXPECT_EQ(value(m, "healthd_gpu_xid_last", {{"gpu", "0"}}), 13);
 }
 
-TEST(Metrics, EfaPortsAndNeuronDevicesFromTheirChecks) {
+TEST(Metrics, EfaPortsAndNeuronDevicesFromTheirChecksReadings) {
   Metrics m("n1", "1");
-  auto efa = result("efa.ports", "fault",
-                    {{"ports",
-                      {{{"device", "rdmap16s27"}, {"port", "1"}, {"state", "ACTIVE"}, {"error", ""}},
-                       {{"device", "rdmap32s27"}, {"port", "1"}, {"state", "DOWN"}, {"error", ""}},
-                       {{"device", "rdmap48s27"}, {"port", "1"}, {"state", ""}, {"error", "cannot read state"}}}}});
-  auto health = result("neuron.health", "fault",
-                       {{"devices",
-                         {{{"device", "neuron0"}, {"unhealthy_components", {"none"}}},
-                          {{"device", "neuron1"}, {"unhealthy_components", {"dma"}}},
-                          {{"device", "neuron2"}}}}});
-  auto errors = result("neuron.errors", "fault",
-                       {{"max_uncorrected", 0},
-                        {"counters",
-                         {{{"scope", "neuron2/neuron_core1"}, {"counter", "sram_ecc_uncorrected"}, {"value", 1}, {"kind", "uncorrectable"}},
-                          {{"scope", "neuron0"}, {"counter", "mem_ecc_corrected"}, {"value", 9}, {"kind", "correctable"}}}}});
-  m.observe_status(status_with({efa, health, errors}, true, "EFA-PORT-DOWN"));
+  // A port whose state could not be read is no reading (the check says error): no series.
+  auto efa = result("efa.ports", Status::fault, {EfaPortReading{"rdmap16s27", "1", true}, EfaPortReading{"rdmap32s27", "1", false}});
+  // A device is healthy only while every check's reading of it says so.
+  auto health = result("neuron.health", Status::fault,
+                       {NeuronReading{"neuron0", true}, NeuronReading{"neuron1", false}, NeuronReading{"neuron2", true}});
+  auto errors = result("neuron.errors", Status::fault, {NeuronReading{"neuron2", false}, NeuronReading{"neuron0", true}});
+  m.observe_health(status_with({efa, health, errors}, true, "EFA-PORT-DOWN"));
   EXPECT_EQ(value(m, "healthd_efa_device_up", {{"device", "rdmap16s27"}, {"port", "1"}}), 1);
   EXPECT_EQ(value(m, "healthd_efa_device_up", {{"device", "rdmap32s27"}, {"port", "1"}}), 0);
-  EXPECT_TRUE(samples(m, "healthd_efa_device_up", {{"device", "rdmap48s27"}}).empty());  // unknown: neither
+  EXPECT_EQ(samples(m, "healthd_efa_device_up").size(), 2u);
   EXPECT_EQ(value(m, "healthd_neuron_device_healthy", {{"device", "neuron0"}}), 1);
   EXPECT_EQ(value(m, "healthd_neuron_device_healthy", {{"device", "neuron1"}}), 0);
   EXPECT_EQ(value(m, "healthd_neuron_device_healthy", {{"device", "neuron2"}}), 0);
   // An EFA device gone (a reload with another profile): its series too.
-  efa["detail"]["ports"].erase(1);
-  m.observe_status(status_with({efa}, false, "", 2));
+  efa.devices.pop_back();
+  m.observe_health(status_with({efa}, false, "", 2));
   EXPECT_TRUE(samples(m, "healthd_efa_device_up", {{"device", "rdmap32s27"}}).empty());
   EXPECT_TRUE(samples(m, "healthd_neuron_device_healthy").empty());
 }
@@ -576,30 +568,28 @@ TEST(Metrics, LabelValuesFromOutsideAreCappedPerFamilyAndTheRestCountedAsOther) 
   m.notify({NoticeKind::incident, at, "n1", 0, {}, 0, "CODE-7", "", ""});
   EXPECT_EQ(value(m, "healthd_incidents_total", {{"code", "CODE-7"}}), 2);
   // A gauge family from a status: at most 256 series, the rest left out (and counted).
-  json ports = json::array();
-  for (int i = 0; i < 300; ++i) ports.push_back({{"device", "efa" + std::to_string(i)}, {"port", "1"}, {"state", "ACTIVE"}, {"error", ""}});
-  m.observe_status(status_with({result("efa.ports", "ok", {{"ports", ports}})}));
+  std::vector<DeviceReading> ports;
+  for (int i = 0; i < 300; ++i) ports.push_back(EfaPortReading{"efa" + std::to_string(i), "1", true});
+  m.observe_health(status_with({result("efa.ports", Status::ok, ports)}));
   EXPECT_EQ(samples(m, "healthd_efa_device_up").size(), 256u);
   EXPECT_EQ(value(m, "healthd_metrics_label_overflow_total", {{"family", "healthd_efa_device_up"}}), 44);
   // The same sets left out again at the next status are not counted again.
-  m.observe_status(status_with({result("efa.ports", "ok", {{"ports", ports}})}));
+  m.observe_health(status_with({result("efa.ports", Status::ok, ports)}));
   EXPECT_EQ(value(m, "healthd_metrics_label_overflow_total", {{"family", "healthd_efa_device_up"}}), 44);
 }
 
-TEST(Metrics, AStatusOfOddShapesIsReadAsFarAsItGoesNeverThrownOn) {
+// Before the first sweep the engine publishes the standing alone: no check, no device has a series.
+TEST(Metrics, BeforeTheFirstSweepOnlyTheNodesStandingIsShown) {
   Metrics m("n1", "1");
-  const auto odd = json::parse(R"({"checks": [1, null, {"check": 5}, {"check": "kernel_log", "status": "weird", "duration_ms": "x"},
-      {"check": "efa.ports", "detail": {"ports": [7, {"device": 3, "state": "ACTIVE"}]}},
-      {"check": "gpu_xid", "detail": {"events": [{"xid": -4}, {"xid": 79, "count": "many"}]}},
-      {"check": "neuron.errors", "detail": {"counters": [{"scope": "/x", "kind": "uncorrectable", "value": 9}]}}],
-    "node": {"faulty": "yes", "pending_actions": "many", "fault_code": 3},
-    "gpus": [3, {"index": "x", "health": 5}], "sweep_seq": -1})");
-  EXPECT_NO_THROW(m.observe_status(odd));
-  EXPECT_NO_THROW(m.observe_status(json::array()));
-  EXPECT_NO_THROW(m.observe_status(json("text")));
-  // What could be read is there; an unknown status is shown as an error of the check.
-  EXPECT_EQ(value(m, "healthd_check_status", {{"check", "kernel_log"}, {"status", "error"}}), 1);
-  EXPECT_EQ(value(m, "healthd_node_faulty"), 0);
+  NodeHealth h;
+  h.standing = {true, "KMSG-MCE", true};
+  h.pending_actions = 1;
+  h.results = {result("kernel_log", Status::fault)};  // not a sweep's (sweep_seq 0): not shown
+  m.observe_health(h);
+  EXPECT_EQ(value(m, "healthd_node_faulty"), 1);
+  EXPECT_EQ(value(m, "healthd_actions_pending"), 1);
+  EXPECT_TRUE(samples(m, "healthd_check_status").empty());
+  EXPECT_EQ(value(m, "healthd_sweep_duration_seconds_count"), 0);
   EXPECT_EQ(promtool_complaints(m.text()), "");
 }
 
@@ -608,7 +598,7 @@ TEST(Metrics, PromtoolChecksTheTextEvenWithHostileLabelValues) {
   populate(m);
   const auto at = std::chrono::system_clock::now();
   m.notify({NoticeKind::incident, at, "n1", 0, {}, 0, "BAD\"CODE\\\n\xff\x01", "", ""});
-  m.observe_status(status_with({result("script:odd \"name\"\n\xc3", "warn")}, false, "", 9));
+  m.observe_health(status_with({result("script:odd \"name\"\n\xc3", Status::warn)}, false, "", 9));
   const auto text = m.text();
   EXPECT_EQ(promtool_complaints(text), "") << text;
   // And promtool does complain about what it should: this is no test that always passes.
@@ -620,7 +610,7 @@ TEST(Metrics, TheEndpointServesTheTextAndABoundPortIsAnErrorNamingTheAddress) {
   ASSERT_TRUE(m.start({.listen = "127.0.0.1:0"}));
   ASSERT_TRUE(m.listening_port());
   const int port = *m.listening_port();
-  m.observe_status(status_with({result("kernel_log", "fault")}, true, "KMSG-MCE"));
+  m.observe_health(status_with({result("kernel_log", Status::fault)}, true, "KMSG-MCE"));
   const auto body = scrape(port);
   EXPECT_NE(body.find("healthd_build_info{version=\"2.0\"} 1"), std::string::npos) << body;
   EXPECT_NE(body.find("healthd_node_fault_info{code=\"KMSG-MCE\"} 1"), std::string::npos) << body;
@@ -820,9 +810,9 @@ TEST(Metrics, TheTextfileIsWrittenReadableReplacedWholeAndALastTimeAtStop) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);  // node_exporter reads it as a user of its own
   EXPECT_NE(read(file).find("healthd_build_info"), std::string::npos);
   // Rewritten each interval, with what the metrics hold now.
-  m.observe_status(status_with({result("kernel_log", "fault")}, true, "KMSG-MCE"));
+  m.observe_health(status_with({result("kernel_log", Status::fault)}, true, "KMSG-MCE"));
   ASSERT_TRUE(eventually([&] { return read(file).find("healthd_node_faulty 1") != std::string::npos; }));
-  m.observe_status(status_with({result("kernel_log", "ok")}, false, "", 2));
+  m.observe_health(status_with({result("kernel_log", Status::ok)}, false, "", 2));
   m.stop();  // without waiting for the interval
   EXPECT_NE(read(file).find("healthd_node_faulty 0"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "healthd.prom.tmp"));
@@ -833,7 +823,7 @@ TEST(Metrics, ATextfileThatCannotBeWrittenIsNoErrorOfTheDaemon) {
   ar::test::TempDir dir;
   Metrics m("n1", "1");
   ASSERT_TRUE(m.start({.textfile = dir / "missing" / "healthd.prom", .textfile_interval = 1s}));
-  m.observe_status(status_with({result("kernel_log", "ok")}));
+  m.observe_health(status_with({result("kernel_log", Status::ok)}));
   EXPECT_NE(m.text().find("healthd_node_faulty 0"), std::string::npos);
   m.stop();
   EXPECT_FALSE(std::filesystem::exists(dir / "missing"));

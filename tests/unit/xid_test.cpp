@@ -148,7 +148,14 @@ TEST(XidCheck, TheSameEventFromBothSourcesCountsOnce) {
   EXPECT_FALSE(check.record(event(48, xid_t0 + 1s, "kernel_log")));  // the same one, seen in the log
   EXPECT_EQ(check.judge(xid_t0 + 2s).status, Status::warn);
   EXPECT_TRUE(check.record(event(48, xid_t0 + 30s, "nvml")));        // a second one
-  EXPECT_EQ(check.judge(xid_t0 + 31s).status, Status::fault);
+  const auto r = check.judge(xid_t0 + 31s);
+  EXPECT_EQ(r.status, Status::fault);
+  // The tally the metrics count from (healthd_xid_events_total): two events, the newest at +30 s.
+  ASSERT_EQ(r.xids.size(), 1u);
+  EXPECT_EQ(r.xids[0].xid, 48u);
+  EXPECT_EQ(r.xids[0].count, 2u);
+  EXPECT_EQ(r.xids[0].last, xid_t0 + 30s);
+  EXPECT_EQ(r.xids[0].gpu, "0000:18:00");
 }
 
 TEST(XidCheck, ACountInAWindowHoldsOnlyWithinTheWindow) {

@@ -52,13 +52,18 @@ CheckResult judge_ports(const EfaSnapshot& snap) {
   if (snap.devices.empty()) return not_applicable_result("efa.ports", "not applicable: no EFA device");
   nlohmann::json ports = nlohmann::json::array();
   std::vector<std::string> down, unreadable;
+  std::vector<DeviceReading> readings;  // the ports whose state could be read
   std::size_t active = 0;
   for (const auto& d : snap.devices) {
     if (!d.error.empty()) unreadable.push_back(d.error);
     for (const auto& p : d.ports) {
       ports.push_back({{"device", d.name}, {"port", p.port}, {"state", p.state}, {"error", p.error}});
-      if (!p.error.empty()) unreadable.push_back(p.error);
-      else if (p.state != "ACTIVE") down.push_back(d.name + " port " + p.port + " is " + p.state);
+      if (!p.error.empty()) {
+        unreadable.push_back(p.error);
+        continue;
+      }
+      readings.push_back(EfaPortReading{d.name, p.port, p.state == "ACTIVE"});
+      if (p.state != "ACTIVE") down.push_back(d.name + " port " + p.port + " is " + p.state);
       else ++active;
     }
   }
@@ -70,6 +75,7 @@ CheckResult judge_ports(const EfaSnapshot& snap) {
   else
     r = make_result("efa.ports", Status::ok, std::to_string(active) + " EFA ports ACTIVE");
   r.detail = {{"ports", ports}};
+  r.devices = std::move(readings);
   return r;
 }
 

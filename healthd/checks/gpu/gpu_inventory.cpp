@@ -25,26 +25,30 @@ std::optional<std::uint64_t> count(const json& j, const char* key) {
   return v >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v)) : std::nullopt;
 }
 
-// Which of two statuses a GPU shows: a fault outranks a check that could not look, which outranks a
-// warning.
-int rank(const std::string& status) {
-  if (status == "fault") return 3;
-  if (status == "error") return 2;
-  if (status == "warn") return 1;
-  return 0;
+// A problem's status as a result's figures name it; anything else is no problem.
+std::optional<Status> problem_status(const std::string& status) {
+  for (auto s : {Status::warn, Status::fault, Status::error})
+    if (status == to_string(s)) return s;
+  return std::nullopt;
 }
 
 struct Gpu {
   json entry;
   std::string short_address;  // as XID events name GPUs
   std::int64_t xid_at = -1;
+  Status health = Status::ok;  // entry["health"], typed
+  std::optional<unsigned> last_xid;
 };
 
 void note_problem(Gpu& g, const std::string& check, const std::string& status, const std::string& code,
                   const std::string& message) {
-  if (rank(status) == 0) return;
+  const auto s = problem_status(status);
+  if (!s) return;
   g.entry["problems"].push_back({{"check", check}, {"code", code}, {"message", message}});
-  if (rank(status) > rank(g.entry["health"].get<std::string>())) g.entry["health"] = status;
+  if (display_rank(*s) > display_rank(g.health)) {
+    g.health = *s;
+    g.entry["health"] = to_string(*s);
+  }
 }
 
 Gpu& gpu_of(std::map<unsigned, Gpu>& gpus, unsigned index, const json& figures) {
@@ -104,6 +108,7 @@ void take_xid_result(std::map<unsigned, Gpu>& gpus, const json& detail) {
       if (at >= g.xid_at) {
         g.xid_at = at;
         g.entry["xid"] = {{"xid", *xid}, {"at_ms", at}, {"count", count(e, "count").value_or(1)}};
+        g.last_xid = static_cast<unsigned>(*xid);
       }
       // As the XID check judges it: its action once the rule's threshold is met, a warning before.
       const bool active = flag(e, "active");
@@ -114,11 +119,10 @@ void take_xid_result(std::map<unsigned, Gpu>& gpus, const json& detail) {
   }
 }
 
-}  // namespace
-
-json gpu_inventory_of(const json& results) {
+// Every GPU the results name, with its figures, problems and newest XID.
+std::map<unsigned, Gpu> gpus_of(const json& results) {
   std::map<unsigned, Gpu> gpus;
-  if (!results.is_array()) return json::array();
+  if (!results.is_array()) return gpus;
   const json* xids = nullptr;
   for (const auto& r : results) {
     if (!r.is_object()) continue;
@@ -131,16 +135,28 @@ json gpu_inventory_of(const json& results) {
   // After every GPU is known: the XID check judges after the GPU check, but a list in another order
   // must not lose its events.
   if (xids != nullptr) take_xid_result(gpus, *xids);
+  return gpus;
+}
+
+}  // namespace
+
+json gpu_inventory_of(const json& results) {
   json out = json::array();
-  for (auto& [index, g] : gpus) out.push_back(std::move(g.entry));
+  for (auto& [index, g] : gpus_of(results)) out.push_back(std::move(g.entry));
   return out;
 }
 
-json gpu_inventory(const std::vector<CheckResult>& results) {
+DeviceList gpu_inventory(const std::vector<CheckResult>& results) {
   json list = json::array();
   for (const auto& r : results)
     if (r.check.starts_with("gpu.") || r.check == "gpu_xid") list.push_back(r.to_json());
-  return gpu_inventory_of(list);
+  DeviceList out;
+  for (auto& [index, g] : gpus_of(list)) {
+    out.readings.push_back(GpuReading{index, g.entry["uuid"].get<std::string>(), g.entry["bus_id"].get<std::string>(),
+                                      g.entry["name"].get<std::string>(), g.health, g.last_xid});
+    out.listed.push_back(std::move(g.entry));
+  }
+  return out;
 }
 
 }  // namespace ar::healthd

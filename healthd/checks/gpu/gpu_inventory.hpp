@@ -22,7 +22,8 @@
 
 namespace ar::healthd {
 
-nlohmann::json gpu_inventory(const std::vector<CheckResult>& results);
+// The list as the status shows it (`listed`), and each GPU typed for the metrics (`readings`).
+DeviceList gpu_inventory(const std::vector<CheckResult>& results);
 
 // The same over results as JSON (CheckResult::to_json(), as Engine::status() holds them under
 // "checks"). Shapes it does not expect are skipped, never thrown on.

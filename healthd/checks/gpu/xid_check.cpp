@@ -157,6 +157,7 @@ CheckResult XidCheck::judge(Clock::time_point now) {
     events.push_back({{"xid", t.xid}, {"gpu", t.gpu}, {"action", to_string(t.action)}, {"active", t.active},
                       {"count", t.total}, {"source", t.last_source}, {"last_ms", to_epoch_ms(t.last_seen)},
                       {"text", t.text}});
+    r.xids.push_back({t.xid, t.gpu, t.total, t.last_seen});
     if (worst == nullptr || rank(t) > rank(*worst)) worst = &t;
     r.also_held.push_back("GPU-XID-" + std::to_string(t.xid));  // clear forgets every XID of a code
   }

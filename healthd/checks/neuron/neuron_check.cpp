@@ -1,5 +1,7 @@
 #include "neuron_check.hpp"
 
+#include <algorithm>
+
 #include <set>
 
 #include <fmt/format.h>
@@ -154,6 +156,16 @@ CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config)
   const auto tally = tally_errors(snap, config);
   const auto missing = not_available(snap);
   CheckResult r = errors_verdict(tally, snap, config, missing);
+  // Each device with counters, healthy unless one of its uncorrectable or repairable counters is past
+  // the limit (the same counters the verdict judged).
+  for (const auto& d : snap.devices) {
+    if (d.counters.empty()) continue;
+    const bool bad = std::any_of(d.counters.begin(), d.counters.end(), [&](const NeuronErrorCounter& c) {
+      const auto* spec = find_neuron_counter(c.name);
+      return spec != nullptr && spec->kind != NeuronCounterKind::correctable && c.value > config.max_uncorrected;
+    });
+    r.devices.push_back(NeuronReading{d.name, !bad});
+  }
   r.detail = {{"max_uncorrected", config.max_uncorrected},
               {"max_corrected", config.max_corrected ? nlohmann::json(*config.max_corrected) : nlohmann::json(nullptr)},
               {"driver_version", snap.driver ? nlohmann::json(snap.driver->text) : nlohmann::json(nullptr)},
@@ -172,6 +184,7 @@ bool documented_component(const std::string& word) {
 CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config, const std::vector<NeuronHeartbeatAge>& heartbeats) {
   if (snap.devices.empty()) return not_applicable_result("neuron.health", "not applicable: no Neuron device");
   nlohmann::json devices = nlohmann::json::array();
+  std::vector<DeviceReading> readings;
   std::vector<std::string> unhealthy, odd, stale;
   std::size_t with_status = 0, with_components = 0;
   for (const auto& d : snap.devices) {
@@ -183,6 +196,11 @@ CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config,
       if (a.device == d.name) row["heartbeat_unchanged_s"] = a.unchanged_for.count();
     if (!h.other.empty()) row["other"] = h.other;
     devices.push_back(std::move(row));
+    // Healthy unless the driver lists a component other than "none", known to healthd or not.
+    const bool listed_unhealthy = h.unhealthy_components &&
+                                  std::any_of(h.unhealthy_components->begin(), h.unhealthy_components->end(),
+                                              [](const std::string& w) { return w != "none"; });
+    readings.push_back(NeuronReading{d.name, !listed_unhealthy});
     if (h.path.empty()) continue;
     ++with_status;
     if (!h.unhealthy_components) continue;
@@ -224,6 +242,7 @@ CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config,
                         " and later; " + driver_name(snap) + ")");
   }
   r.detail = {{"devices", devices}, {"heartbeat_stall_s", config.heartbeat_stall.count()}};
+  r.devices = std::move(readings);
   return r;
 }
 

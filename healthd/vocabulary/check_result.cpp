@@ -1,23 +1,6 @@
-#include "checks/check.hpp"
-
-#include "state/atomic_file.hpp"
+#include "vocabulary/check_result.hpp"
 
 namespace ar::healthd {
-
-std::string to_string(Status s) {
-  switch (s) {
-    case Status::ok: return "ok";
-    case Status::warn: return "warn";
-    case Status::fault: return "fault";
-    case Status::error: return "error";
-  }
-  return "error";
-}
-
-Status status_for(Remedy a) {
-  if (a == Remedy::none) return Status::ok;
-  return keeps_node_in(a) ? Status::warn : Status::fault;
-}
 
 std::set<std::string> held_codes(const std::vector<CheckResult>& results) {
   std::set<std::string> held;
@@ -29,13 +12,14 @@ std::set<std::string> held_codes(const std::vector<CheckResult>& results) {
 }
 
 nlohmann::json CheckResult::to_json() const {
+  const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
   nlohmann::json j = {{"check", check},
           {"status", to_string(status)},
           {"code", code},
           {"message", message},
           {"action", to_string(action)},
           {"duration_ms", duration.count()},
-          {"at_ms", to_epoch_ms(at)},
+          {"at_ms", at_ms},
           {"detail", detail}};
   if (!applicable) j["applicable"] = false;
   if (!gpus.empty()) j["gpus"] = gpus;
