@@ -100,7 +100,7 @@ std::expected<Carried, std::string> carry_out_deep_check(const ExecutorServices&
   }
   auto run = services.programs.take(e.id);
   if (!run) {
-    services.journal.wait_until(e.id, now + std::chrono::milliseconds(500), "deep check running");
+    services.journal.wait_until(e.id, now + kRunningRecheck, "deep check running");
     return Carried{.finished = false};
   }
   deep_check_finished(services, e, *run, now);

@@ -75,7 +75,7 @@ std::expected<Carried, std::string> carry_out_hook(const ExecutorServices& servi
     if (auto started = start_hook(services, *hook, e); !started) return std::unexpected(started.error());
   auto run = services.programs.take(e.id);
   if (!run) {
-    services.journal.wait_until(e.id, now + std::chrono::milliseconds(200), "hook " + hook->name + " running");
+    services.journal.wait_until(e.id, now + kRunningRecheck, "hook " + hook->name + " running");
     return Carried{.finished = false};
   }
   if (auto failure = hook_failure(*hook, *run)) return std::unexpected(*failure);

@@ -1,6 +1,6 @@
 // The admin's programs that executors run for journal entries (a [[policy.hook]], the cure's deep
 // check): each on a thread of its own (background_runs.hpp), keyed by the entry it carries out, that
-// the engine starts and polls on the entry's tries, never waits for. One service for every executor
+// the engine starts and never waits for; a run's end wakes its entry. One service for every executor
 // that runs a program (actions/executor.hpp), so none keeps runs of its own.
 #pragma once
 
@@ -31,6 +31,9 @@ class ProgramRuns {
   explicit ProgramRuns(HookRunner runner = {}) : runner_(std::move(runner)) {}
 
   bool running(std::uint64_t entry) const { return runs_.running(entry); }
+  bool any_running() const { return runs_.any_running(); }
+  // Where each run's end is posted (background_runs.hpp).
+  void report_ends_to(std::shared_ptr<RunsEnded> ended) { runs_.report_ends_to(std::move(ended)); }
 
   // Starts `argv` for journal entry `entry`. An error only when no thread could be made.
   std::expected<void, std::string> start(std::uint64_t entry, std::vector<std::string> argv, std::vector<std::string> env,

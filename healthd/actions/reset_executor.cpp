@@ -122,7 +122,7 @@ std::expected<Carried, std::string> carry_out_reset(const ExecutorServices& serv
       return reset_failed(services, e,
                           "GPU reset did not answer within " +
                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) + " s");
-    services.journal.wait_until(e.id, now + std::chrono::milliseconds(200), "GPU reset running");
+    services.journal.wait_until(e.id, now + kRunningRecheck, "GPU reset running");
     return Carried{.finished = false};
   }
   return reset_finished(services, e, *result, now);

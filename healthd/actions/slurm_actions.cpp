@@ -17,9 +17,14 @@ constexpr auto kSlurmCheckEvery = std::chrono::seconds(5);
 SlurmActions::SlurmActions(std::string node, PolicyConfig policy, SlurmClient& slurm, Journal& journal, Timeline& timeline,
                            HookRunner run_hook)
     : node_(std::move(node)), policy_(std::move(policy)), slurm_(slurm), journal_(journal), timeline_(timeline),
-      programs_(std::move(run_hook)) {}
+      programs_(std::move(run_hook)) {
+  programs_.report_ends_to(runs_ended_);
+  resets_.runs.report_ends_to(runs_ended_);
+}
 
 void SlurmActions::run_due(WallTime now) {
+  // An entry whose program or GPU reset ended is due now, whatever its poll said.
+  for (const auto id : runs_ended_->take()) journal_.due_now(id, now);
   // Written before done: a decision the journal could not save is kept in memory, but nothing is
   // carried out until the journal is on disk again (a full state filesystem, say), or a crash in
   // between could lose the action or do it twice.

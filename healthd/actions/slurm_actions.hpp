@@ -85,6 +85,11 @@ class SlurmActions {
   void follow_requeued(WallTime now);
   // When the next journal entry or follow-up is due: the engine wakes for it.
   std::optional<WallTime> next_due() const;
+  // Where the programs and GPU resets running for entries post their ends: the engine wakes on a
+  // post (set_wake), and the next run_due carries those entries out at once.
+  RunsEnded& runs_ended() { return *runs_ended_; }
+  // Whether a program or GPU reset runs for an entry (or ended, its result not yet taken).
+  bool runs_going() const { return programs_.any_running() || resets_.runs.any_running(); }
 
   // Requeued jobs not yet running again: the node is not returned before they are.
   bool following() const { return follow_up_.following(); }
@@ -139,6 +144,7 @@ class SlurmActions {
   // program_runs.hpp) and GPU resets (background_runs.hpp).
   ProgramRuns programs_;
   GpuResets resets_;
+  std::shared_ptr<RunsEnded> runs_ended_ = std::make_shared<RunsEnded>();
   NoticeSink* notices_ = nullptr;
   std::uint32_t failing_after_ = 3;
   // The owners of the jobs acted on, as Slurm last gave them (notices name the user). Bounded: an

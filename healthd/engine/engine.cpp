@@ -13,13 +13,26 @@ Engine::Engine(std::vector<std::shared_ptr<Check>> checks, Responder& responder,
       responder_(responder),
       actions_(responder.actions()),
       check_deadline_(check_deadline),
-      inventories_(std::move(inventories)) {}
+      inventories_(std::move(inventories)) {
+  // A program or GPU reset that ended for a journal entry wakes the loop: its entry is carried out at
+  // once, not at its next poll.
+  actions_.runs_ended().set_wake([this] {
+    {
+      std::lock_guard lock(mutex_);
+      run_ended_ = true;
+    }
+    wake_.notify_all();
+  });
+}
 
 Check::JudgeNow Engine::judge_now() {
   return [this](const std::string& why) { request_sweep(why); };
 }
 
-Engine::~Engine() { stop(); }
+Engine::~Engine() {
+  stop();
+  actions_.runs_ended().set_wake({});  // a run still going outlives the engine: its end wakes no one
+}
 
 void Engine::start() { thread_ = std::thread([this] { loop(); }); }
 
@@ -302,7 +315,9 @@ Engine::Inbox Engine::wait_for_work() {
     auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now());
     wait = std::clamp(until, std::chrono::milliseconds(0), wait);
   }
-  wake_.wait_for(lock, wait, [&] { return stopping_ || !requests_.empty() || !notes_.empty() || !admin_.empty(); });
+  wake_.wait_for(lock, wait,
+                 [&] { return stopping_ || run_ended_ || !requests_.empty() || !notes_.empty() || !admin_.empty(); });
+  run_ended_ = false;  // run_due takes the entries whose run ended
   in.notes.swap(notes_);
   in.admin.swap(admin_);
   in.stop = stopping_;

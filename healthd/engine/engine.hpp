@@ -147,6 +147,7 @@ class Engine {
   std::deque<std::pair<std::uint32_t, TimelineEvent>> notes_;
   std::uint64_t next_seq_ = 1;
   bool stopping_ = false;
+  bool run_ended_ = false;  // a background run for a journal entry ended (SlurmActions::runs_ended)
   std::optional<PolicyConfig> new_policy_;
   std::optional<Replacement> new_checks_;
   std::deque<AdminAction> admin_;

@@ -254,6 +254,11 @@ void Journal::wait_until(std::uint64_t id, WallTime at, const std::string& why) 
   // that leaves COMPLETING every few tens of milliseconds costs no fsync, and nothing can fail.
 }
 
+void Journal::due_now(std::uint64_t id, WallTime now) {
+  for (auto& e : pending_)
+    if (e.id == id && e.next_try > now) e.next_try = now;
+}
+
 std::expected<void, std::string> Journal::advance(std::uint64_t id, RequeueStep step) {
   for (auto& e : pending_)
     if (e.id == id) {

@@ -132,6 +132,9 @@ class Journal {
   std::expected<void, std::string> retry_later(std::uint64_t id, const std::string& error, WallTime now);
   // Not a failure: the action waits for something (a drain to land, a job to leave COMPLETING).
   void wait_until(std::uint64_t id, WallTime at, const std::string& why);
+  // What the entry waited for happened (its background run ended): due at `now` if it was due later.
+  // In memory only, as a wait is.
+  void due_now(std::uint64_t id, WallTime now);
   // A requeue moved on to its next step (saved before that step's Slurm call).
   std::expected<void, std::string> advance(std::uint64_t id, RequeueStep step);
   // Whether everything in memory is on disk. Saves the journal again when it is not.

@@ -1,9 +1,14 @@
-// BackgroundRuns: the engine starts work on a thread and polls for its result, never waiting.
+// BackgroundRuns: the engine starts work on a thread and takes its result once the run posts its end,
+// never waiting.
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -21,6 +26,47 @@ std::optional<Result> poll(BackgroundRuns<Result>& runs, std::uint64_t id) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return std::nullopt;
+}
+
+// A run's end is posted with its id, after its result is there to take: what wakes the engine.
+TEST(BackgroundRuns, EachRunsEndIsPostedWithItsIdOnceItsResultIsThere) {
+  auto ended = std::make_shared<RunsEnded>();
+  BackgroundRuns<std::string> runs([](const std::string& what) { return "threw: " + what; });
+  runs.report_ends_to(ended);
+  std::mutex m;
+  std::condition_variable cv;
+  int wakes = 0;
+  ended->set_wake([&] {
+    {
+      std::lock_guard lock(m);
+      ++wakes;
+    }
+    cv.notify_all();
+  });
+  ASSERT_TRUE(runs.start(7, [] { return std::string("done"); }));
+  ASSERT_TRUE(runs.start(8, []() -> std::string { throw std::runtime_error("boom"); }));
+  {
+    std::unique_lock lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return wakes == 2; }));
+  }
+  auto ids = ended->take();
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{7, 8}));
+  EXPECT_TRUE(ended->take().empty());  // taken once
+  EXPECT_EQ(runs.take(7), "done");     // posted after the result was stored: there at once
+  EXPECT_EQ(runs.take(8), "threw: boom");
+  // With no wake set (the engine gone), a post is kept and wakes no one.
+  ended->set_wake({});
+  ASSERT_TRUE(runs.start(9, [] { return std::string("late"); }));
+  EXPECT_TRUE(poll(runs, 9));
+  std::vector<std::uint64_t> late;
+  for (int i = 0; i < 5000 && late.empty(); ++i) {
+    late = ended->take();
+    if (late.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(late, (std::vector<std::uint64_t>{9}));
+  std::lock_guard lock(m);
+  EXPECT_EQ(wakes, 2);
 }
 
 TEST(BackgroundRuns, AResultIsTakenOnceTheWorkEndsAndNotBefore) {

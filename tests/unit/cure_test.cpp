@@ -3,6 +3,7 @@
 // replacement, a deep check before the node returns, and a daemon killed in the middle of a step; a
 // step whose means are missing here (no reset tool, no RebootProgram, no replace hook) holds the node
 // for an admin instead of escalating (issue 31), and a reboot comes back drained for healthd to return.
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <numeric>
@@ -70,13 +71,29 @@ struct Doctor {
 struct CureFixture : Fixture {
   Doctor doctor;
   CheckResult current;
+  // A step's thread posts its end (RunsEnded): settle() waits for that rather than polling.
+  std::mutex ended_mutex;
+  std::condition_variable ended_cv;
+  bool run_ended = false;
+
   explicit CureFixture(PolicyConfig p = {}, std::string boot = "boot-1") : Fixture(p) {
     doctor.reset_answers = {{GpuResetOutcome::Kind::reset, "GPU 00000000:3B:00.0 reset"}};
     rebuild(std::move(boot));
   }
+  ~CureFixture() {
+    if (responder) responder->actions().runs_ended().set_wake({});
+  }
   // `real_reset`: GPUs are reset by reset_gpus itself ([cure] reset_command), not the doctor.
   void rebuild(std::string boot, bool real_reset = false) {
+    if (responder) responder->actions().runs_ended().set_wake({});
     responder = std::make_unique<Responder>("n2", policy, slurm, journal, timeline, doctor.runner());
+    responder->actions().runs_ended().set_wake([this] {
+      {
+        std::lock_guard lock(ended_mutex);
+        run_ended = true;
+      }
+      ended_cv.notify_all();
+    });
     responder->set_cure(real_reset ? GpuResetter{} : doctor.resetter(),
                         [this](const std::string& code) { doctor.forgotten.push_back(code); }, std::move(boot));
   }
@@ -98,16 +115,21 @@ struct CureFixture : Fixture {
     settle();
     now += 1s;
   }
-  // Carries out what is due; a step answering from its thread is waited for (5 s at most), a step
-  // that waits longer (for jobs, for a blocked GPU) is left for a later sweep.
+  // Carries out what is due; a step answering from its thread is waited for (its end is posted; 5 s
+  // at most), a step that waits longer (for jobs, for a blocked GPU) is left for a later sweep.
   void settle() {
     for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
       responder->run_due(now);
       responder->follow_requeued(now);
-      auto due = journal.next_due();
-      if (!due || *due > now + 1s) break;
-      now += 250ms;
-      std::this_thread::sleep_for(1ms);
+      if (auto due = journal.next_due(); due && *due <= now + 1s) {
+        now += 250ms;
+        std::this_thread::sleep_for(1ms);
+        continue;
+      }
+      if (!responder->actions().runs_going()) break;
+      std::unique_lock lock(ended_mutex);
+      ended_cv.wait_until(lock, deadline, [&] { return run_ended; });
+      run_ended = false;
     }
   }
   std::string reason() { return slurm.nodes["n2"].reason; }

@@ -2,6 +2,7 @@
 // run, with what, retried and given up, never holding up a requeue, kept across a restart.
 #include <condition_variable>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -85,6 +86,49 @@ TEST(Hooks, ADrainRunsTheAdminsHookOnceWithWhatHappened) {
   EXPECT_TRUE(has(calls[0].env, "HEALTHD_CODE=GPU-XID-79"));
   EXPECT_TRUE(has(calls[0].env, "HEALTHD_REASON=healthd: GPU-XID-79: fallen off the bus"));
   EXPECT_TRUE(f.journal.pending().empty());
+}
+
+// A hook runs on a thread of its own; its end is an event (RunsEnded) that makes its entry due at once,
+// not at the entry's next look (kRunningRecheck later): the hook's outcome is taken before then.
+TEST(Hooks, AHooksEndMakesItsEntryDueAtOnceNotAtItsNextLook) {
+  PolicyConfig p;
+  p.hooks = {hook("ticket", {Action::drain})};
+  Fixture f(p);
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  f.responder = std::make_unique<Responder>(
+      "n2", f.policy, f.slurm, f.journal, f.timeline,
+      [gate](const std::vector<std::string>&, const std::vector<std::string>&, std::chrono::milliseconds) {
+        gate.wait();
+        return std::expected<ProcessResult, std::string>(ProcessResult{0});
+      });
+  std::mutex m;
+  std::condition_variable cv;
+  bool ended = false;
+  f.responder->actions().runs_ended().set_wake([&] {
+    {
+      std::lock_guard lock(m);
+      ended = true;
+    }
+    cv.notify_all();
+  });
+  auto running_hook = [&]() -> std::optional<JournalEntry> {
+    for (const auto& e : f.journal.pending())
+      if (e.kind == Action::hook && e.last_error.find("running") != std::string::npos) return e;
+    return std::nullopt;
+  };
+  for (int i = 0; i < 6 && !running_hook(); ++i) f.sweep(true);
+  const auto hook_entry = running_hook();
+  ASSERT_TRUE(hook_entry) << "the drain's hook never started";
+  go.set_value();
+  {
+    std::unique_lock lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return ended; })) << "the hook's end was never posted";
+  }
+  // Before its next look: carried out all the same, and done.
+  f.responder->run_due(hook_entry->next_try - 1ms);
+  EXPECT_EQ(f.journal.find(hook_entry->id), nullptr);
+  f.responder->actions().runs_ended().set_wake({});
 }
 
 TEST(Hooks, ARebootIsItsOwnActionAndAFailedRebootIsADrain) {
