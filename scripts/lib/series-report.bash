@@ -29,10 +29,12 @@ report_series_tier() {
 }
 
 # failure_digest LOG: each failed test in LOG with the lines that say why, kept short: a bats suite's
-# "not ok" line and the four lines after it (the file, line and command that failed), and the "FAIL -"
-# lines of the standalone scripts (examples/test_train.sh). At most 60 lines: CI shows only the end of
-# test.sh's output, and this is what must fit there.
+# "not ok" line and the four lines after it (the file, line and command that failed), the "FAIL -"
+# lines of the standalone scripts (examples/test_train.sh), and faults.bats' list of broken promises
+# (which comes after the bats lines, each promise on a line of its own). At most 60 lines: CI shows
+# only the end of test.sh's output, and this is what must fit there.
 failure_digest() {
   [ -f "$1" ] || return 0
-  { grep -a -A 4 -E '^(not ok |FAIL - )' "$1" 2>/dev/null || true; } | cut -c 1-300 | head -n 60 | sed 's/^/    | /'
+  { grep -a -A 4 -E '^(not ok |FAIL - )' "$1" 2>/dev/null || true
+    grep -a -A 4 -E '^# [0-9]+ broken promise' "$1" 2>/dev/null || true; } | cut -c 1-300 | head -n 60 | sed 's/^/    | /'
 }
