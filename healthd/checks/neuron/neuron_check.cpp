@@ -181,6 +181,26 @@ bool documented_component(const std::string& word) {
   return false;
 }
 
+// One device's health files as the result's detail shows them.
+nlohmann::json health_row(const NeuronDevice& d, const std::vector<NeuronHeartbeatAge>& heartbeats) {
+  const auto& h = d.health;
+  nlohmann::json row = {{"device", d.name}, {"path", h.path}};
+  if (h.unhealthy_components) row["unhealthy_components"] = *h.unhealthy_components;
+  if (h.heartbeat) row["healthcheck_heartbeat"] = *h.heartbeat;
+  for (const auto& a : heartbeats)
+    if (a.device == d.name) row["heartbeat_unchanged_s"] = a.unchanged_for.count();
+  if (!h.other.empty()) row["other"] = h.other;
+  return row;
+}
+
+// The device as the metrics show it: healthy unless the driver lists a component other than "none",
+// known to healthd or not.
+NeuronReading health_reading(const NeuronDevice& d) {
+  const auto& words = d.health.unhealthy_components;
+  const bool listed = words && std::any_of(words->begin(), words->end(), [](const std::string& w) { return w != "none"; });
+  return {d.name, !listed};
+}
+
 CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config, const std::vector<NeuronHeartbeatAge>& heartbeats) {
   if (snap.devices.empty()) return not_applicable_result("neuron.health", "not applicable: no Neuron device");
   nlohmann::json devices = nlohmann::json::array();
@@ -189,18 +209,8 @@ CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config,
   std::size_t with_status = 0, with_components = 0;
   for (const auto& d : snap.devices) {
     const auto& h = d.health;
-    nlohmann::json row = {{"device", d.name}, {"path", h.path}};
-    if (h.unhealthy_components) row["unhealthy_components"] = *h.unhealthy_components;
-    if (h.heartbeat) row["healthcheck_heartbeat"] = *h.heartbeat;
-    for (const auto& a : heartbeats)
-      if (a.device == d.name) row["heartbeat_unchanged_s"] = a.unchanged_for.count();
-    if (!h.other.empty()) row["other"] = h.other;
-    devices.push_back(std::move(row));
-    // Healthy unless the driver lists a component other than "none", known to healthd or not.
-    const bool listed_unhealthy = h.unhealthy_components &&
-                                  std::any_of(h.unhealthy_components->begin(), h.unhealthy_components->end(),
-                                              [](const std::string& w) { return w != "none"; });
-    readings.push_back(NeuronReading{d.name, !listed_unhealthy});
+    devices.push_back(health_row(d, heartbeats));
+    readings.push_back(health_reading(d));
     if (h.path.empty()) continue;
     ++with_status;
     if (!h.unhealthy_components) continue;
