@@ -56,6 +56,19 @@ GpuSnapshot gpu(unsigned i) {
   return g;
 }
 
+// The GPU check's results for `scenario`, and the XID check's after XID 79 on GPU 1 at `at` and
+// `xid13s` XID 13s on GPU 0, a second apart. The kernel log names GPUs by short PCI address: GPU 0 of
+// the fake sits at 00000000:18:00.0, GPU 1 at 00000000:28:00.0.
+std::vector<CheckResult> with_xids(const std::string& scenario, int xid13s, XidCheck::Clock::time_point at) {
+  auto results = gpu_results(scenario);
+  XidCheck xids(XidPolicy::defaults(), 600s);
+  xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79, GPU has fallen off the bus.", at});
+  for (int i = 0; i < xid13s; ++i)
+    xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at + i * 1s});
+  results.push_back(xids.judge(at + 2s));
+  return results;
+}
+
 }  // namespace
 
 TEST(GpuInventory, AHealthyNodeListsEveryGpuOkWithItsIdsAndFigures) {
@@ -96,15 +109,8 @@ TEST(GpuInventory, AFaultIsPinnedOnItsGpuAloneWithTheCheckAndCode) {
 }
 
 TEST(GpuInventory, AnXidGoesToTheGpuAtItsPciAddressWithItsCountAndTime) {
-  auto results = gpu_results(R"({"devices": [{}, {}]})");
-  XidCheck xids(XidPolicy::defaults(), 600s);
   const auto at = XidCheck::Clock::now();
-  // The kernel log names GPUs by short PCI address: GPU 1 of the fake sits at 00000000:28:00.0.
-  xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79, GPU has fallen off the bus.", at});
-  xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at});
-  xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at + 1s});
-  results.push_back(xids.judge(at + 2s));
-  auto inv = gpu_inventory(results).listed;
+  auto inv = gpu_inventory(with_xids(R"({"devices": [{}, {}]})", 2, at)).listed;
   ASSERT_EQ(inv.size(), 2u);
   // XID 79 holds at once and calls for a reboot: a fault of GPU 1.
   EXPECT_EQ(inv[1]["health"], "fault");
@@ -123,13 +129,7 @@ TEST(GpuInventory, AnXidGoesToTheGpuAtItsPciAddressWithItsCountAndTime) {
 
 // The same GPUs, typed, for the metrics: the ids, the health and the newest XID of each, in the list's order.
 TEST(GpuInventory, EachGpuIsAlsoATypedReadingWithItsHealthAndNewestXid) {
-  auto results = gpu_results(R"({"devices": [{}, {}, {}]})");
-  XidCheck xids(XidPolicy::defaults(), 600s);
-  const auto at = XidCheck::Clock::now();
-  xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79, GPU has fallen off the bus.", at});
-  xids.record({13, "0000:18:00", "kernel_log", "NVRM: Xid (PCI:0000:18:00): 13, Graphics Engine Exception", at});
-  results.push_back(xids.judge(at + 1s));
-  const auto inv = gpu_inventory(results);
+  const auto inv = gpu_inventory(with_xids(R"({"devices": [{}, {}, {}]})", 1, XidCheck::Clock::now()));
   ASSERT_EQ(inv.readings.size(), inv.listed.size());
   ASSERT_EQ(inv.readings.size(), 3u);
   std::vector<GpuReading> gpus;
