@@ -22,7 +22,7 @@ namespace ar::healthd {
 // registry (checks/check_kind.hpp); the engine builds them all after each sweep, knowing none by name.
 struct DeviceList {
   nlohmann::json listed = nlohmann::json::array();  // the status member's value
-  std::vector<DeviceReading> readings;
+  DeviceReadings readings;
 };
 struct DeviceInventory {
   std::string name;  // the status member, e.g. "gpus"

@@ -345,13 +345,13 @@ bool Engine::run_sweep(const SweepRequest& request, WallTime now) {
   responder_.on_sweep(results, request.jobs, request.trigger, now, !request.poll);
   // The inventories' devices (healthctl gpus, the per-device metrics), then what each result read.
   std::vector<std::pair<std::string, nlohmann::json>> listed;
-  std::vector<DeviceReading> devices;
+  DeviceReadings devices;
   for (const auto& inventory : inventories_) {
     auto list = inventory.build(results);
     listed.emplace_back(inventory.name, std::move(list.listed));
-    devices.insert(devices.end(), list.readings.begin(), list.readings.end());
+    devices.add(list.readings);
   }
-  for (const auto& r : results) devices.insert(devices.end(), r.devices.begin(), r.devices.end());
+  for (const auto& r : results) devices.add(r.devices);
   auto held = held_codes(results);
   std::lock_guard lock(mutex_);
   held_codes_ = std::move(held);

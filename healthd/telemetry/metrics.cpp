@@ -78,8 +78,8 @@ struct Metrics::Impl {
   void observe_checks(const std::vector<CheckResult>& results);
   void observe_gpus(const NodeHealth& health);
   void count_xids(const std::vector<CheckResult>& results);
-  void observe_efa(const std::vector<DeviceReading>& devices);
-  void observe_neuron(const std::vector<DeviceReading>& devices);
+  void observe_efa(const std::vector<EfaPortReading>& ports);
+  void observe_neuron(const std::vector<NeuronReading>& devices);
   void count_notice(const Notice& n);
 
   const std::string node;
@@ -203,8 +203,8 @@ void Metrics::Impl::observe(const NodeHealth& health) {
   observe_checks(health.results);
   observe_gpus(health);
   count_xids(health.results);
-  observe_efa(health.devices);
-  observe_neuron(health.devices);
+  observe_efa(health.devices.efa_ports);
+  observe_neuron(health.devices.neuron_devices);
 }
 
 void Metrics::Impl::observe_node(const NodeHealth& health) {
@@ -246,9 +246,7 @@ void Metrics::Impl::observe_checks(const std::vector<CheckResult>& results) {
 }
 
 void Metrics::Impl::observe_gpus(const NodeHealth& health) {
-  std::vector<const GpuReading*> gpus;
-  for (const auto& d : health.devices)
-    if (const auto* g = std::get_if<GpuReading>(&d)) gpus.push_back(g);
+  const auto& gpus = health.devices.gpus;
   const bool nvml_failing = std::any_of(health.results.begin(), health.results.end(), [](const CheckResult& r) {
     return r.check == "gpu.nvml" && (r.status == Status::fault || r.status == Status::error);
   });
@@ -263,15 +261,15 @@ void Metrics::Impl::observe_gpus(const NodeHealth& health) {
     }
   } else {
     last_gpus.clear();
-    for (const auto* g : gpus) {
+    for (const auto& g : gpus) {
       // dcgm-exporter's label names and values (gpu is the index), so the two join.
-      Labels labels = {{"gpu", std::to_string(g->index)},
-                       {"UUID", label_value(g->uuid)},
-                       {"pci_bus_id", label_value(g->bus_id)},
-                       {"modelName", label_value(g->model)},
+      Labels labels = {{"gpu", std::to_string(g.index)},
+                       {"UUID", label_value(g.uuid)},
+                       {"pci_bus_id", label_value(g.bus_id)},
+                       {"modelName", label_value(g.model)},
                        {"Hostname", node}};
-      gpu_health.set(labels, gpu_health_value(g->health));
-      gpu_xid_last.set(labels, g->last_xid.value_or(0));
+      gpu_health.set(labels, gpu_health_value(g.health));
+      gpu_xid_last.set(labels, g.last_xid);
       last_gpus.insert(std::move(labels));
     }
   }
@@ -302,21 +300,18 @@ void Metrics::Impl::count_xids(const std::vector<CheckResult>& results) {
   xids_baselined = true;
 }
 
-void Metrics::Impl::observe_efa(const std::vector<DeviceReading>& devices) {
+void Metrics::Impl::observe_efa(const std::vector<EfaPortReading>& ports) {
   efa_up.begin();
-  for (const auto& d : devices)
-    if (const auto* p = std::get_if<EfaPortReading>(&d))
-      efa_up.set({{"device", label_value(p->device)}, {"port", label_value(p->port)}}, p->active ? 1 : 0);
+  for (const auto& p : ports) efa_up.set({{"device", label_value(p.device)}, {"port", label_value(p.port)}}, p.active ? 1 : 0);
   efa_up.end();
 }
 
-void Metrics::Impl::observe_neuron(const std::vector<DeviceReading>& devices) {
+void Metrics::Impl::observe_neuron(const std::vector<NeuronReading>& devices) {
   std::map<std::string, bool> healthy;  // by device: healthy only while every reading of it says so
-  for (const auto& d : devices) {
-    const auto* n = std::get_if<NeuronReading>(&d);
-    if (n == nullptr || n->device.empty()) continue;
-    auto [it, added] = healthy.try_emplace(n->device, true);
-    it->second = it->second && n->healthy;
+  for (const auto& n : devices) {
+    if (n.device.empty()) continue;
+    auto [it, added] = healthy.try_emplace(n.device, true);
+    it->second = it->second && n.healthy;
   }
   neuron_healthy.begin();
   for (const auto& [device, ok] : healthy) neuron_healthy.set({{"device", label_value(device)}}, ok ? 1 : 0);

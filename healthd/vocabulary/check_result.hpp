@@ -48,7 +48,7 @@ struct CheckResult {
   std::vector<std::string> also_held;
   // What the check read of each device it looked at (EFA ports, Neuron devices), and the XIDs it
   // holds: what the metrics show per device. Typed, beside the same figures in `detail`.
-  std::vector<DeviceReading> devices;
+  DeviceReadings devices;
   std::vector<XidTally> xids;
 
   nlohmann::json to_json() const;

@@ -5,9 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <variant>
+#include <vector>
 
 #include "vocabulary/status.hpp"
 
@@ -20,7 +19,7 @@ struct GpuReading {
   std::string bus_id;                // NVML's "00000000:18:00.0"
   std::string model;                 // "NVIDIA H100 80GB HBM3"
   Status health = Status::ok;        // the worst any check says of this GPU
-  std::optional<unsigned> last_xid;  // the newest XID held for it
+  unsigned last_xid = 0;             // the newest XID held for it (0: none; no XID is 0)
   bool operator==(const GpuReading&) const = default;
 };
 
@@ -40,7 +39,21 @@ struct NeuronReading {
   bool operator==(const NeuronReading&) const = default;
 };
 
-using DeviceReading = std::variant<GpuReading, EfaPortReading, NeuronReading>;
+// What one check (or an inventory, or a whole sweep) read, kind by kind. A list per kind, not a list
+// of variants: each reader takes the kind it shows, and nothing is a case to get wrong.
+struct DeviceReadings {
+  std::vector<GpuReading> gpus = {};
+  std::vector<EfaPortReading> efa_ports = {};
+  std::vector<NeuronReading> neuron_devices = {};
+
+  void add(const DeviceReadings& more) {
+    gpus.insert(gpus.end(), more.gpus.begin(), more.gpus.end());
+    efa_ports.insert(efa_ports.end(), more.efa_ports.begin(), more.efa_ports.end());
+    neuron_devices.insert(neuron_devices.end(), more.neuron_devices.begin(), more.neuron_devices.end());
+  }
+  bool empty() const { return gpus.empty() && efa_ports.empty() && neuron_devices.empty(); }
+  bool operator==(const DeviceReadings&) const = default;
+};
 
 // The XIDs one GPU has had, as the XID check holds them: counted once each by the metrics, whatever
 // number of sweeps show them.

@@ -29,7 +29,7 @@ struct NodeHealth {
   std::vector<CheckResult> results; // its results, every check's
   // Every device the inventories listed (the GPUs, each with its health over all the checks) and
   // each result read (EFA ports, Neuron devices), in that order.
-  std::vector<DeviceReading> devices;
+  DeviceReadings devices;
 };
 
 }  // namespace ar::healthd

@@ -117,7 +117,8 @@ TEST(EfaJudge, APortNotActiveDrainsNamingTheDevice) {
   EXPECT_EQ(r.message, "rdmap16s27 port 1 is DOWN");
   EXPECT_EQ(r.detail["ports"].size(), 2u);
   // Each port, typed, for the metrics (healthd_efa_device_up).
-  EXPECT_EQ(r.devices, (std::vector<DeviceReading>{EfaPortReading{"rdmap0", "1", true}, EfaPortReading{"rdmap16s27", "1", false}}));
+  EXPECT_EQ(r.devices.efa_ports, (std::vector<EfaPortReading>{{"rdmap0", "1", true}, {"rdmap16s27", "1", false}}));
+  EXPECT_TRUE(r.devices.gpus.empty() && r.devices.neuron_devices.empty());
 }
 
 TEST(EfaJudge, AnUnreadablePortStateIsAnErrorNotAFault) {

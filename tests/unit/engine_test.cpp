@@ -49,7 +49,7 @@ class GatedCheck : public Check {
     cv.wait(lock, [&] { return open; });
     CheckResult r;
     r.check = name();
-    r.devices = {EfaPortReading{"rdmap0", "1", !faulty_}};
+    r.devices.efa_ports = {{"rdmap0", "1", !faulty_}};
     if (faulty_) {
       r.status = Status::fault;
       r.code = "GPU-XID-79";
@@ -279,7 +279,7 @@ TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
                             DeviceList list;
                             for (const auto& r : results) {
                               list.listed.push_back({{"from", r.check}});
-                              list.readings.push_back(NeuronReading{"widget-of-" + r.check, true});
+                              list.readings.neuron_devices.push_back({"widget-of-" + r.check, true});
                             }
                             return list;
                           }};
@@ -302,7 +302,8 @@ TEST(Engine, EachDeviceInventoryIsBuiltFromTheSweepsResultsIntoTheStatus) {
   EXPECT_EQ(published->sweep_seq, seq);
   ASSERT_EQ(published->results.size(), 1u);
   EXPECT_EQ(published->results[0].check, "gated");
-  EXPECT_EQ(published->devices, (std::vector<DeviceReading>{NeuronReading{"widget-of-gated", true}, EfaPortReading{"rdmap0", "1", true}}));
+  EXPECT_EQ(published->devices.neuron_devices, (std::vector<NeuronReading>{{"widget-of-gated", true}}));
+  EXPECT_EQ(published->devices.efa_ports, (std::vector<EfaPortReading>{{"rdmap0", "1", true}}));
   EXPECT_FALSE(status.contains("gpus"));  // no kind named here keeps GPUs
 }
 

@@ -130,20 +130,17 @@ TEST(GpuInventory, AnXidGoesToTheGpuAtItsPciAddressWithItsCountAndTime) {
 // The same GPUs, typed, for the metrics: the ids, the health and the newest XID of each, in the list's order.
 TEST(GpuInventory, EachGpuIsAlsoATypedReadingWithItsHealthAndNewestXid) {
   const auto inv = gpu_inventory(with_xids(R"({"devices": [{}, {}, {}]})", 1, XidCheck::Clock::now()));
-  ASSERT_EQ(inv.readings.size(), inv.listed.size());
-  ASSERT_EQ(inv.readings.size(), 3u);
-  std::vector<GpuReading> gpus;
-  for (const auto& d : inv.readings) {
-    ASSERT_TRUE(std::holds_alternative<GpuReading>(d));
-    gpus.push_back(std::get<GpuReading>(d));
-  }
+  const auto& gpus = inv.readings.gpus;
+  ASSERT_EQ(gpus.size(), inv.listed.size());
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_TRUE(inv.readings.efa_ports.empty() && inv.readings.neuron_devices.empty());
   EXPECT_EQ(gpus[1], (GpuReading{1, "GPU-fa4e0000-0000-4000-8000-000000000001", "00000000:28:00.0", "NVIDIA H100 80GB HBM3",
                                  Status::fault, 79u}));
   EXPECT_EQ(gpus[0].index, 0u);
   EXPECT_EQ(gpus[0].health, Status::warn);  // XID 13: the application's
   EXPECT_EQ(gpus[0].last_xid, 13u);
   EXPECT_EQ(gpus[2].health, Status::ok);
-  EXPECT_EQ(gpus[2].last_xid, std::nullopt);
+  EXPECT_EQ(gpus[2].last_xid, 0u);  // none
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     EXPECT_EQ(inv.listed[i]["uuid"], gpus[i].uuid);
     EXPECT_EQ(inv.listed[i]["health"], to_string(gpus[i].health));

@@ -97,7 +97,7 @@ std::optional<double> value(const Metrics& m, const std::string& name, const std
 }
 
 // A check's result as the engine holds it; `devices`: what it read of each device.
-CheckResult result(const std::string& check, Status status, std::vector<DeviceReading> devices = {},
+CheckResult result(const std::string& check, Status status, DeviceReadings devices = {},
                    std::chrono::milliseconds duration = 12ms) {
   CheckResult r;
   r.check = check;
@@ -120,7 +120,7 @@ NodeHealth status_with(std::vector<CheckResult> checks, bool faulty = false, con
   h.sweep_seq = seq;
   h.sweep_ms = 40.0;
   h.devices = gpu_inventory(checks).readings;
-  for (const auto& r : checks) h.devices.insert(h.devices.end(), r.devices.begin(), r.devices.end());
+  for (const auto& r : checks) h.devices.add(r.devices);
   h.results = std::move(checks);
   return h;
 }
@@ -190,9 +190,8 @@ void populate(Metrics& m) {
   xids.record({79, "0000:28:00", "kernel_log", "NVRM: Xid (PCI:0000:28:00): 79, GPU has fallen off the bus.",
                XidCheck::Clock::now()});
   checks.push_back(xids.judge(XidCheck::Clock::now()));
-  checks.push_back(result("efa.ports", Status::fault,
-                          {EfaPortReading{"rdmap16s27", "1", true}, EfaPortReading{"rdmap32s27", "1", false}}));
-  checks.push_back(result("neuron.health", Status::ok, {NeuronReading{"neuron0", true}}));
+  checks.push_back(result("efa.ports", Status::fault, {.efa_ports = {{"rdmap16s27", "1", true}, {"rdmap32s27", "1", false}}}));
+  checks.push_back(result("neuron.health", Status::ok, {.neuron_devices = {{"neuron0", true}}}));
   checks.push_back(result("kernel_log", Status::ok));
   m.observe_health(status_with(checks, true, "GPU-XID-79"));
   auto at = std::chrono::system_clock::now();
@@ -463,11 +462,10 @@ TEST(Metrics, EveryXidEventIsCountedOnceAndTheLastOneIsShownPerGpu) {
 TEST(Metrics, EfaPortsAndNeuronDevicesFromTheirChecksReadings) {
   Metrics m("n1", "1");
   // A port whose state could not be read is no reading (the check says error): no series.
-  auto efa = result("efa.ports", Status::fault, {EfaPortReading{"rdmap16s27", "1", true}, EfaPortReading{"rdmap32s27", "1", false}});
+  auto efa = result("efa.ports", Status::fault, {.efa_ports = {{"rdmap16s27", "1", true}, {"rdmap32s27", "1", false}}});
   // A device is healthy only while every check's reading of it says so.
-  auto health = result("neuron.health", Status::fault,
-                       {NeuronReading{"neuron0", true}, NeuronReading{"neuron1", false}, NeuronReading{"neuron2", true}});
-  auto errors = result("neuron.errors", Status::fault, {NeuronReading{"neuron2", false}, NeuronReading{"neuron0", true}});
+  auto health = result("neuron.health", Status::fault, {.neuron_devices = {{"neuron0", true}, {"neuron1", false}, {"neuron2", true}}});
+  auto errors = result("neuron.errors", Status::fault, {.neuron_devices = {{"neuron2", false}, {"neuron0", true}}});
   m.observe_health(status_with({efa, health, errors}, true, "EFA-PORT-DOWN"));
   EXPECT_EQ(value(m, "healthd_efa_device_up", {{"device", "rdmap16s27"}, {"port", "1"}}), 1);
   EXPECT_EQ(value(m, "healthd_efa_device_up", {{"device", "rdmap32s27"}, {"port", "1"}}), 0);
@@ -476,7 +474,7 @@ TEST(Metrics, EfaPortsAndNeuronDevicesFromTheirChecksReadings) {
   EXPECT_EQ(value(m, "healthd_neuron_device_healthy", {{"device", "neuron1"}}), 0);
   EXPECT_EQ(value(m, "healthd_neuron_device_healthy", {{"device", "neuron2"}}), 0);
   // An EFA device gone (a reload with another profile): its series too.
-  efa.devices.pop_back();
+  efa.devices.efa_ports.pop_back();
   m.observe_health(status_with({efa}, false, "", 2));
   EXPECT_TRUE(samples(m, "healthd_efa_device_up", {{"device", "rdmap32s27"}}).empty());
   EXPECT_TRUE(samples(m, "healthd_neuron_device_healthy").empty());
@@ -568,8 +566,8 @@ TEST(Metrics, LabelValuesFromOutsideAreCappedPerFamilyAndTheRestCountedAsOther) 
   m.notify({NoticeKind::incident, at, "n1", 0, {}, 0, "CODE-7", "", ""});
   EXPECT_EQ(value(m, "healthd_incidents_total", {{"code", "CODE-7"}}), 2);
   // A gauge family from a status: at most 256 series, the rest left out (and counted).
-  std::vector<DeviceReading> ports;
-  for (int i = 0; i < 300; ++i) ports.push_back(EfaPortReading{"efa" + std::to_string(i), "1", true});
+  DeviceReadings ports;
+  for (int i = 0; i < 300; ++i) ports.efa_ports.push_back({"efa" + std::to_string(i), "1", true});
   m.observe_health(status_with({result("efa.ports", Status::ok, ports)}));
   EXPECT_EQ(samples(m, "healthd_efa_device_up").size(), 256u);
   EXPECT_EQ(value(m, "healthd_metrics_label_overflow_total", {{"family", "healthd_efa_device_up"}}), 44);

@@ -143,13 +143,13 @@ TEST(NeuronCheck, AnUncorrectableErrorDrainsARepairableOneAsksForAReboot) {
   EXPECT_EQ(r.action, Remedy::drain);  // an unrepairable error needs the hardware replaced
   EXPECT_EQ(r.message, "neuron1: sram_ecc_uncorrected = 2 (uncorrectable SRAM ECC errors) (and 1 more)");
   // Each device, typed, for the metrics (healthd_neuron_device_healthy): a corrected count is no harm.
-  EXPECT_EQ(r.devices, (std::vector<DeviceReading>{NeuronReading{"neuron0", true}, NeuronReading{"neuron1", false}}));
+  EXPECT_EQ(r.devices.neuron_devices, (std::vector<NeuronReading>{{"neuron0", true}, {"neuron1", false}}));
   // cleared (driver reload or reboot): passes again
   t.write(kNeuronDevices + "neuron1/stats/hardware/sram_ecc_uncorrected", "0\n");
   t.write(kNeuronDevices + "neuron1/stats/hardware/mem_ecc_repairable_uncorrected", "0\n");
   EXPECT_EQ(area(run(t, 2), "neuron.errors").status, Status::ok);
-  EXPECT_EQ(area(run(t, 2), "neuron.errors").devices,
-            (std::vector<DeviceReading>{NeuronReading{"neuron0", true}, NeuronReading{"neuron1", true}}));
+  EXPECT_EQ(area(run(t, 2), "neuron.errors").devices.neuron_devices,
+            (std::vector<NeuronReading>{{"neuron0", true}, {"neuron1", true}}));
 }
 
 TEST(NeuronCheck, AThresholdAboveZeroToleratesThatMany) {
@@ -256,7 +256,7 @@ TEST(NeuronCheck, TheDriversHealthBitmapDrainsOnADocumentedSubsystemOnly) {
   EXPECT_EQ(r.code, "NEURON-UNHEALTHY");
   EXPECT_EQ(r.action, Remedy::drain);
   EXPECT_EQ(r.message, "neuron1: the Neuron driver reports hbm, link_efa unhealthy (stats/hardware/health_status/unhealthy_components)");
-  EXPECT_EQ(r.devices, (std::vector<DeviceReading>{NeuronReading{"neuron0", true}, NeuronReading{"neuron1", false}}));
+  EXPECT_EQ(r.devices.neuron_devices, (std::vector<NeuronReading>{{"neuron0", true}, {"neuron1", false}}));
   NeuronConfig warn_only;
   warn_only.unhealthy_action = Remedy::warn;
   EXPECT_EQ(health(warn_only).status, Status::warn);
@@ -267,7 +267,7 @@ TEST(NeuronCheck, TheDriversHealthBitmapDrainsOnADocumentedSubsystemOnly) {
   EXPECT_EQ(odd.action, Remedy::warn);
   EXPECT_TRUE(has(odd.message, "no subsystem this healthd knows")) << odd.message;
   // ... but the device is not shown healthy: the driver lists something other than "none"
-  EXPECT_EQ(odd.devices, (std::vector<DeviceReading>{NeuronReading{"neuron0", true}, NeuronReading{"neuron1", false}}));
+  EXPECT_EQ(odd.devices.neuron_devices, (std::vector<NeuronReading>{{"neuron0", true}, {"neuron1", false}}));
   // the errors result is untouched by the bitmap
   EXPECT_EQ(area(run(t, 2), "neuron.errors").status, Status::ok);
 }

@@ -52,7 +52,7 @@ CheckResult judge_ports(const EfaSnapshot& snap) {
   if (snap.devices.empty()) return not_applicable_result("efa.ports", "not applicable: no EFA device");
   nlohmann::json ports = nlohmann::json::array();
   std::vector<std::string> down, unreadable;
-  std::vector<DeviceReading> readings;  // the ports whose state could be read
+  std::vector<EfaPortReading> readings;  // the ports whose state could be read
   std::size_t active = 0;
   for (const auto& d : snap.devices) {
     if (!d.error.empty()) unreadable.push_back(d.error);
@@ -75,7 +75,7 @@ CheckResult judge_ports(const EfaSnapshot& snap) {
   else
     r = make_result("efa.ports", Status::ok, std::to_string(active) + " EFA ports ACTIVE");
   r.detail = {{"ports", ports}};
-  r.devices = std::move(readings);
+  r.devices.efa_ports = std::move(readings);
   return r;
 }
 

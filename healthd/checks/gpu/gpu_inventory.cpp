@@ -37,7 +37,7 @@ struct Gpu {
   std::string short_address;  // as XID events name GPUs
   std::int64_t xid_at = -1;
   Status health = Status::ok;  // entry["health"], typed
-  std::optional<unsigned> last_xid;
+  unsigned last_xid = 0;  // 0: none
 };
 
 void note_problem(Gpu& g, const std::string& check, const std::string& status, const std::string& code,
@@ -152,8 +152,8 @@ DeviceList gpu_inventory(const std::vector<CheckResult>& results) {
     if (r.check.starts_with("gpu.") || r.check == "gpu_xid") list.push_back(r.to_json());
   DeviceList out;
   for (auto& [index, g] : gpus_of(list)) {
-    out.readings.push_back(GpuReading{index, g.entry["uuid"].get<std::string>(), g.entry["bus_id"].get<std::string>(),
-                                      g.entry["name"].get<std::string>(), g.health, g.last_xid});
+    out.readings.gpus.push_back(GpuReading{index, g.entry["uuid"].get<std::string>(), g.entry["bus_id"].get<std::string>(),
+                                           g.entry["name"].get<std::string>(), g.health, g.last_xid});
     out.listed.push_back(std::move(g.entry));
   }
   return out;

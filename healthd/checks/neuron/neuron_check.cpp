@@ -164,7 +164,7 @@ CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config)
       const auto* spec = find_neuron_counter(c.name);
       return spec != nullptr && spec->kind != NeuronCounterKind::correctable && c.value > config.max_uncorrected;
     });
-    r.devices.push_back(NeuronReading{d.name, !bad});
+    r.devices.neuron_devices.push_back({d.name, !bad});
   }
   r.detail = {{"max_uncorrected", config.max_uncorrected},
               {"max_corrected", config.max_corrected ? nlohmann::json(*config.max_corrected) : nlohmann::json(nullptr)},
@@ -204,7 +204,7 @@ NeuronReading health_reading(const NeuronDevice& d) {
 CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config, const std::vector<NeuronHeartbeatAge>& heartbeats) {
   if (snap.devices.empty()) return not_applicable_result("neuron.health", "not applicable: no Neuron device");
   nlohmann::json devices = nlohmann::json::array();
-  std::vector<DeviceReading> readings;
+  std::vector<NeuronReading> readings;
   std::vector<std::string> unhealthy, odd, stale;
   std::size_t with_status = 0, with_components = 0;
   for (const auto& d : snap.devices) {
@@ -252,7 +252,7 @@ CheckResult judge_health(const NeuronSnapshot& snap, const NeuronConfig& config,
                         " and later; " + driver_name(snap) + ")");
   }
   r.detail = {{"devices", devices}, {"heartbeat_stall_s", config.heartbeat_stall.count()}};
-  r.devices = std::move(readings);
+  r.devices.neuron_devices = std::move(readings);
   return r;
 }
 
