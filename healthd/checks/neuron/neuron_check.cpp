@@ -82,13 +82,14 @@ struct ErrorTally {
   std::vector<const NeuronErrorCounter*> unrepairable, repairable, corrected_over;
   std::vector<std::string> errors, blind, without_ecc;
   std::uint64_t corrected_total = 0;
+  std::vector<NeuronReading> readings;  // each device with counters: healthy unless one is unrepairable or repairable
 };
 
 ErrorTally tally_errors(const NeuronSnapshot& snap, const NeuronConfig& config) {
   ErrorTally t;
   for (const auto& d : snap.devices) {
     t.errors.insert(t.errors.end(), d.errors.begin(), d.errors.end());
-    bool has_uncorrectable = false;
+    bool has_uncorrectable = false, past_limit = false;
     for (const auto& c : d.counters) {
       const auto* spec = find_neuron_counter(c.name);
       t.counters.push_back({{"scope", c.scope}, {"counter", c.name}, {"path", c.path}, {"value", c.value}, {"kind", kind_name(spec)}});
@@ -96,10 +97,16 @@ ErrorTally tally_errors(const NeuronSnapshot& snap, const NeuronConfig& config) 
       switch (spec->kind) {
         case NeuronCounterKind::uncorrectable:
           has_uncorrectable = true;
-          if (c.value > config.max_uncorrected) t.unrepairable.push_back(&c);
+          if (c.value > config.max_uncorrected) {
+            t.unrepairable.push_back(&c);
+            past_limit = true;
+          }
           break;
         case NeuronCounterKind::repairable:
-          if (c.value > config.max_uncorrected) t.repairable.push_back(&c);
+          if (c.value > config.max_uncorrected) {
+            t.repairable.push_back(&c);
+            past_limit = true;
+          }
           break;
         case NeuronCounterKind::correctable:
           t.corrected_total += c.value;
@@ -107,6 +114,7 @@ ErrorTally tally_errors(const NeuronSnapshot& snap, const NeuronConfig& config) 
           break;
       }
     }
+    if (!d.counters.empty()) t.readings.push_back({d.name, !past_limit});
     if (has_uncorrectable) continue;
     (exports_no_ecc(d) ? t.without_ecc : t.blind).push_back(d.name);
   }
@@ -156,16 +164,7 @@ CheckResult judge_errors(const NeuronSnapshot& snap, const NeuronConfig& config)
   const auto tally = tally_errors(snap, config);
   const auto missing = not_available(snap);
   CheckResult r = errors_verdict(tally, snap, config, missing);
-  // Each device with counters, healthy unless one of its uncorrectable or repairable counters is past
-  // the limit (the same counters the verdict judged).
-  for (const auto& d : snap.devices) {
-    if (d.counters.empty()) continue;
-    const bool bad = std::any_of(d.counters.begin(), d.counters.end(), [&](const NeuronErrorCounter& c) {
-      const auto* spec = find_neuron_counter(c.name);
-      return spec != nullptr && spec->kind != NeuronCounterKind::correctable && c.value > config.max_uncorrected;
-    });
-    r.devices.neuron_devices.push_back({d.name, !bad});
-  }
+  r.devices.neuron_devices = tally.readings;
   r.detail = {{"max_uncorrected", config.max_uncorrected},
               {"max_corrected", config.max_corrected ? nlohmann::json(*config.max_corrected) : nlohmann::json(nullptr)},
               {"driver_version", snap.driver ? nlohmann::json(snap.driver->text) : nlohmann::json(nullptr)},
