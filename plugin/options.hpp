@@ -32,6 +32,7 @@ inline constexpr const char* kMaxResumesOptionName = "auto-resume-max";
 std::expected<std::uint32_t, std::string> parse_max_resumes(const char* value);
 
 inline constexpr const char* kHeartbeatOptionName = "auto-resume-heartbeat";
+inline constexpr const char* kHeartbeatDirOptionName = "auto-resume-heartbeat-dir";
 inline constexpr const char* kStallOptionName = "auto-resume-stall";
 
 // --auto-resume-heartbeat=PATH: the file (or directory, by its newest entry) the job's training loop

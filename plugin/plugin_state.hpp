@@ -27,7 +27,8 @@ struct PluginState {
   std::optional<bool> auto_resume;     // set by the option callback when the user gave the option
   std::string checkpoint_dir;          // --auto-resume-checkpoint-dir
   std::optional<std::uint32_t> max_resumes;  // --auto-resume-max
-  std::string heartbeat;               // --auto-resume-heartbeat
+  std::string heartbeat;               // --auto-resume-heartbeat, or the directory of --auto-resume-heartbeat-dir
+  bool heartbeat_per_rank = false;     // --auto-resume-heartbeat-dir: one file per task under `heartbeat`
   StallTimes stall;                    // --auto-resume-stall (or its defaults)
 
   // The step, once known: slurmstepd's (remote) or srun's own (local).

@@ -36,7 +36,8 @@ ar::proto::StepStart start_message(const SpankHandle& h, std::uint32_t restart_c
   msg.auto_resume = s.auto_resume.value_or(false);
   msg.restart_count = restart_count;
   msg.max_resumes = s.max_resumes;
-  if (!s.heartbeat.empty()) msg.heartbeat = ar::proto::Heartbeat{s.heartbeat, s.stall.stall_s, s.stall.first_beat_s};
+  if (!s.heartbeat.empty())
+    msg.heartbeat = ar::proto::Heartbeat{s.heartbeat, s.stall.stall_s, s.stall.first_beat_s, s.heartbeat_per_rank};
   return msg;
 }
 
@@ -74,6 +75,16 @@ void export_checkpoint(spank_t sp) {
   }
   if (*newest) spank_setenv(sp, "AUTO_RESUME_CHECKPOINT", (*newest)->c_str(), 1);
   else spank_unsetenv(sp, "AUTO_RESUME_CHECKPOINT");
+}
+
+// --auto-resume-heartbeat-dir: this task's own heartbeat file, named by its global rank.
+void export_heartbeat_file(spank_t sp, const SpankHandle& h) {
+  const auto& s = state();
+  if (!s.heartbeat_per_rank || s.heartbeat.empty() || s.step_id == ar::proto::kBatchStep) return;
+  auto rank = h.u32(S_TASK_GLOBAL_ID);
+  if (!rank) return;
+  const std::string file = s.heartbeat + (s.heartbeat.ends_with('/') ? "" : "/") + "rank-" + std::to_string(*rank);
+  spank_setenv(sp, "AUTO_RESUME_HEARTBEAT_FILE", file.c_str(), 1);
 }
 
 // Why the last attempt ended, from the line healthd left in the job's admin comment when it requeued
@@ -169,6 +180,7 @@ void task_init(spank_t sp) {
   const std::uint32_t restart_count = s.job ? s.job->restart_count : s.reported_restart_count;
   spank_setenv(sp, "AUTO_RESUME", s.auto_resume.value_or(false) ? "1" : "0", 1);
   export_checkpoint(sp);
+  export_heartbeat_file(sp, h);
   // Step re-runs inside the allocation are attempts too: a re-run srun carries their number, and a
   // restarted batch script reads it from healthd's line.
   std::uint32_t reruns = 0;
@@ -187,6 +199,24 @@ void task_init(spank_t sp) {
   auto msg = start_message(h, restart_count);
   if (auto r = ar::call(s.socket_path, ar::proto::to_json(ar::proto::Request{msg}), s.args.timeout); !r)
     log_error("healthd at " + s.socket_path + " not reachable for the restart count (" + r.error() + ")");
+}
+
+// In slurmstepd (root) once a task is forked: which process runs which rank, for healthd to look at
+// when the job stalls. Steps with per-rank heartbeats only (the others need no message per task).
+void task_started(spank_t sp) {
+  auto& s = state();
+  if (!s.reporter || !s.heartbeat_per_rank || !s.auto_resume.value_or(false)) return;
+  SpankHandle h(sp);
+  auto pid = h.i32(S_TASK_PID);
+  auto rank = h.u32(S_TASK_GLOBAL_ID);
+  if (!pid || *pid <= 1 || !rank) return;
+  proto::TaskStart msg;
+  msg.job_id = s.job_id;
+  msg.step_id = s.step_id;
+  msg.node = s.node;
+  msg.task_rank = *rank;
+  msg.pid = static_cast<std::uint32_t>(*pid);
+  s.reporter->report(msg);
 }
 
 void task_exit(spank_t sp) {

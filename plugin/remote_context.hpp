@@ -16,6 +16,8 @@ void step_start(spank_t sp);
 // last attempt's reason; a start reported with a stale restart count is corrected.
 void task_init(spank_t sp);
 
+// slurm_spank_task_post_fork (slurmstepd, root): a task's process, for steps with per-rank heartbeats.
+void task_started(spank_t sp);
 // slurm_spank_task_exit: one task's wait status.
 void task_exit(spank_t sp);
 

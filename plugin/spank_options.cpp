@@ -55,7 +55,19 @@ int max_resumes_callback(int /*val*/, const char* optarg, int /*remote*/) {
 
 int heartbeat_callback(int /*val*/, const char* optarg, int /*remote*/) {
   return take_option([&] { return parse_heartbeat_path(optarg); },
-                     [](const std::string& v) { state().heartbeat = v; });
+                     [](const std::string& v) {
+                       state().heartbeat = v;
+                       state().heartbeat_per_rank = false;
+                     });
+}
+
+// The one given last wins: a job has one heartbeat, a file (or directory) or one file per rank.
+int heartbeat_dir_callback(int /*val*/, const char* optarg, int /*remote*/) {
+  return take_option([&] { return parse_heartbeat_path(optarg); },
+                     [](const std::string& v) {
+                       state().heartbeat = v;
+                       state().heartbeat_per_rank = true;
+                     });
 }
 
 int stall_callback(int /*val*/, const char* optarg, int /*remote*/) {
@@ -68,6 +80,13 @@ struct spank_option heartbeat_option = {
     const_cast<char*>("A file (or a directory, by its newest entry) this job's training loop keeps touching; when it "
                       "stands still for --auto-resume-stall, the job's nodes are checked and the job is resumed."),
     1, 0, heartbeat_callback};
+
+struct spank_option heartbeat_dir_option = {
+    const_cast<char*>(kHeartbeatDirOptionName), const_cast<char*>("DIR"),
+    const_cast<char*>("A directory (on storage every node sees) for one heartbeat file per task: each task touches "
+                      "$AUTO_RESUME_HEARTBEAT_FILE once per training step. When the job stands still for "
+                      "--auto-resume-stall, the node behind it is found and kept off the job's next attempt."),
+    1, 0, heartbeat_dir_callback};
 
 struct spank_option stall_option = {
     const_cast<char*>(kStallOptionName), const_cast<char*>("SECONDS[,FIRST]"),
@@ -95,7 +114,8 @@ struct spank_option auto_resume_option = {
 }  // namespace
 
 void register_options(spank_t sp) {
-  for (auto* opt : {&auto_resume_option, &checkpoint_dir_option, &max_resumes_option, &heartbeat_option, &stall_option})
+  for (auto* opt : {&auto_resume_option, &checkpoint_dir_option, &max_resumes_option, &heartbeat_option, &heartbeat_dir_option,
+                    &stall_option})
     if (spank_option_register(sp, opt) != ESPANK_SUCCESS) log_error(std::string("cannot register --") + opt->name);
 }
 

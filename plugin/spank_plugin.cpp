@@ -101,6 +101,15 @@ __attribute__((visibility("default"))) int slurm_spank_task_init(spank_t sp, int
   return 0;
 }
 
+__attribute__((visibility("default"))) int slurm_spank_task_post_fork(spank_t sp, int, char**) {
+  try {
+    if (spank_context() == S_CTX_REMOTE) remote::task_started(sp);
+  } catch (...) {
+    slurm_error("auto-resume: task post fork: unexpected error");
+  }
+  return 0;
+}
+
 __attribute__((visibility("default"))) int slurm_spank_task_exit(spank_t sp, int, char**) {
   try {
     if (spank_context() == S_CTX_REMOTE) remote::task_exit(sp);

@@ -63,6 +63,8 @@ struct Carried {
   // An admin's action (through healthctl) that did nothing on Slurm: what it came to, for its notice
   // ("not drained (IDLE); nothing to resume").
   std::string admin_outcome = {};
+  // What the action said beyond its kind, for its notice (a stall's requeue: the suspects kept off).
+  std::string detail = {};
 };
 
 using ExecutorFunction = std::expected<Carried, std::string> (*)(const ExecutorServices& services, const JournalEntry& e,

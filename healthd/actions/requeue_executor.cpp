@@ -10,6 +10,7 @@
 #include "actions/step_rerun.hpp"
 #include "auto_resume/job_comment.hpp"
 #include "policy/requeue_policy.hpp"
+#include "policy/suspect_policy.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -157,6 +158,9 @@ std::expected<bool, std::string> requeue_release(const ExecutorServices& service
   JobUpdate u;
   u.begin = begin;
   if (raise) u.priority = kTopPriority;
+  // The stall's suspects, in the same update that lifts the hold: the scheduler never sees the job
+  // eligible without them.
+  if (!e.exclude.empty()) u.excluded = e.exclude;
   if (auto r = services.slurm.update_job(e.job_id, u); !r) {
     if (gone(r.error())) return true;
     return std::unexpected("releasing the requeue hold: " + r.error().message);
@@ -183,7 +187,8 @@ std::expected<bool, std::string> requeue_annotate(const ExecutorServices& servic
     return std::unexpected(job.error().message);
   }
   const std::uint32_t reruns = step_reruns_so_far(*job);
-  std::string line = format_attempt_comment({e.restart_count + reruns + 1, e.code, services.node, e.reason, std::nullopt, 0, reruns});
+  const std::string message = e.suspects.empty() ? e.reason : e.reason + "; " + e.suspects;
+  std::string line = format_attempt_comment({e.restart_count + reruns + 1, e.code, services.node, message, std::nullopt, 0, reruns});
   if (auto c = annotate_job(services.slurm, e.job_id, line, job->admin_comment); !c) return std::unexpected(c.error());
   return next_step(services, e, RequeueStep::release, now);
 }
@@ -233,6 +238,37 @@ std::expected<bool, std::string> next_step(const ExecutorServices& services, con
   return true;
 }
 
+// A stall's requeue, once it goes ahead: which nodes the job's next attempt is kept off, from the
+// evidence the job's nodes wrote in its admin comment (policy/suspect_policy.hpp), saved in the entry
+// before the requeue so a restart carries out the same decision. Answers the entry as saved.
+std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices& services, const JournalEntry& e,
+                                                         const JobInfo& job, WallTime now) {
+  policy::SuspectFacts facts;
+  facts.evidence = evidence_lines(job.admin_comment, e.restart_count + 1);
+  facts.job_nodes = job.nodes;
+  facts.excluded = job.excluded;
+  facts.partition = job.partition;
+  facts.max_share = services.policy.suspect_max_share;
+  if (!facts.evidence.empty()) {
+    auto table = services.slurm.node_table();
+    if (!table) return std::unexpected(table.error().message);
+    facts.node_table = std::move(*table);
+  }
+  const auto verdict = policy::judge_suspects(facts);
+  for (const auto& s : verdict.suspects)
+    services.timeline.record(e.job_id, {now, services.node, "suspect " + s.node, s.text});
+  services.timeline.record(e.job_id, {now, services.node, verdict.exclude.empty() ? "no node kept off" : "kept off",
+                                      verdict.why});
+  spdlog::warn("job {}: stall: {}", e.job_id, verdict.why);
+  std::string said = verdict.why;
+  if (!verdict.suspects.empty()) said += " (" + verdict.suspects.front().node + ": " + verdict.suspects.front().text + ")";
+  if (auto r = services.journal.set_suspects(e.id, verdict.exclude, said); !r) return std::unexpected("journal: " + r.error());
+  JournalEntry decided = e;
+  decided.exclude = verdict.exclude;
+  decided.suspects = said;
+  return decided;
+}
+
 // The decision is policy/requeue_policy's; what is here carries it out.
 std::expected<bool, std::string> requeue_decide(const ExecutorServices& services, const JournalEntry& e, const JobInfo& job, WallTime now) {
   using policy::RequeueVerdict;
@@ -280,6 +316,11 @@ std::expected<bool, std::string> requeue_decide(const ExecutorServices& services
     }
     case RequeueVerdict::requeue: break;
   }
+  if (e.code == kStall && e.suspects.empty()) {
+    auto decided = decide_suspects(services, e, job, now);
+    if (!decided) return std::unexpected(decided.error());
+    return next_step(services, *decided, RequeueStep::requeue, now);
+  }
   return next_step(services, e, RequeueStep::requeue, now);
 }
 
@@ -312,7 +353,8 @@ std::expected<Carried, std::string> carry_out_requeue(const ExecutorServices& se
   // hooks on requeue follow it then, not after a requeue another node's healthd made).
   const auto* current = services.journal.find(e.id);
   const bool requeued = current != nullptr && current->step >= RequeueStep::annotate;
-  return Carried{.finished = *finished, .acted = requeued ? std::optional<Action>(Action::requeue) : std::nullopt};
+  const std::string said = current != nullptr ? current->suspects : std::string();
+  return Carried{.finished = *finished, .acted = requeued ? std::optional<Action>(Action::requeue) : std::nullopt, .admin_outcome = {}, .detail = said};
 }
 
 }  // namespace ar::healthd

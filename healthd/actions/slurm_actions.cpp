@@ -179,7 +179,7 @@ void SlurmActions::notice_done(const JournalEntry& e, const Carried& carried, Wa
     case Action::requeue:
       notice(NoticeKind::requeue, e,
              "job " + std::to_string(e.job_id) + " requeued (attempt " + std::to_string(e.restart_count + 2) + ") after " +
-                 e.code + " on " + e.node,
+                 e.code + " on " + e.node + (carried.detail.empty() ? "" : "; " + carried.detail),
              "requeue", now);
       break;
     case Action::resume:

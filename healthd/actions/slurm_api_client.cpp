@@ -295,6 +295,11 @@ SlurmResult<void> SlurmApiClient::update_job(std::uint32_t job_id, const JobUpda
       for (const auto& n : *u.nodes) nodes += (nodes.empty() ? "" : ",") + n;
       d.req_nodes = c_str(nodes);
     }
+    std::string excluded;
+    if (u.excluded) {
+      for (const auto& n : *u.excluded) excluded += (excluded.empty() ? "" : ",") + n;
+      d.exc_nodes = c_str(excluded);
+    }
     return checked(what, slurm_update_job(&d));
   });
 }

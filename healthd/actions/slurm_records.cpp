@@ -73,6 +73,7 @@ NodeInfo to_node_info(const node_info_t& node) {
   n.reboot = (node.node_state & (NODE_STATE_REBOOT_REQUESTED | NODE_STATE_REBOOT_ISSUED)) != 0;
   n.reboot_issued = (node.node_state & NODE_STATE_REBOOT_ISSUED) != 0;
   n.reason_time = node.reason_time;
+  n.down = (node.node_state & NODE_STATE_BASE) == NODE_STATE_DOWN || (node.node_state & NODE_STATE_NO_RESPOND) != 0;
   return n;
 }
 
@@ -96,6 +97,7 @@ JobInfo to_job_info(const slurm_job_info_t& job) {
   j.heterogeneous = job.het_job_id != 0 && job.het_job_id != NO_VAL;
   j.partition = text(job.partition);
   j.nodes = expand_hostlist(j.node_list);
+  j.excluded = expand_hostlist(text(job.exc_nodes));
   return j;
 }
 

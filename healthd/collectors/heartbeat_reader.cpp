@@ -155,11 +155,29 @@ void read_heartbeat_dir(const std::string& path, int fd, uid_t owner, FileTime n
     }
     if (est.st_uid != owner || mtime_of(est) > latest) continue;
     r.newest = r.newest ? std::max(*r.newest, mtime_of(est)) : mtime_of(est);
+    if (S_ISREG(est.st_mode))
+      if (auto rank = rank_of_heartbeat_file(name)) r.ranks[*rank] = mtime_of(est);
   }
-  if (!r.error.empty()) r.newest.reset();
+  if (!r.error.empty()) {
+    r.newest.reset();
+    r.ranks.clear();
+  }
 }
 
 }  // namespace
+
+std::optional<std::uint32_t> rank_of_heartbeat_file(std::string_view name) {
+  constexpr std::string_view prefix = "rank-";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  const auto digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits.front() == '0')) return std::nullopt;
+  std::uint32_t rank = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    rank = rank * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  return rank;
+}
 
 HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime now, std::size_t max_entries) {
   HeartbeatReading r;

@@ -27,8 +27,10 @@
 #include <cstddef>
 #include <expected>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ar::healthd {
@@ -42,7 +44,13 @@ struct HeartbeatReading {
   std::optional<FileTime> newest;
   std::string error;
   bool found = false;
+  // A directory's entries named rank-<N> (regular files of the owner: --auto-resume-heartbeat-dir,
+  // one per task), by rank: each rank's own last beat.
+  std::map<std::uint32_t, FileTime> ranks{};
 };
+
+// The rank of a per-rank heartbeat file's name ("rank-12" is 12), or none.
+std::optional<std::uint32_t> rank_of_heartbeat_file(std::string_view name);
 
 // How far past this host's clock a time may be and still count (file servers' clocks drift a little).
 inline constexpr std::chrono::seconds kHeartbeatFutureSlack{60};

@@ -155,6 +155,7 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("report_only", &PolicyConfig::report_only, read_bool)
                                .field("stall_action", &PolicyConfig::stall_action, read_stall_action)
                                .field("step_rerun", &PolicyConfig::step_rerun, read_bool)
+                               .field("suspect_max_share", &PolicyConfig::suspect_max_share, read_share)
                                .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }

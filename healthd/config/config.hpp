@@ -55,6 +55,10 @@ struct PolicyConfig {
   std::chrono::seconds check_deadline{10};
   RequeuePriority requeue_priority = RequeuePriority::top;
   StallAction stall_action = StallAction::requeue;
+  // A stalled job with per-rank heartbeats is requeued without the nodes its evidence points to
+  // (policy/suspect_policy.hpp), at most this share of its nodes (at least one); more than that
+  // pointing at themselves means the whole job stopped together, and no node is kept off it.
+  double suspect_max_share = 0.25;
   // A fault under an auto-resume srun step of a batch job re-runs that step on the job's other nodes
   // (the faulty one leaves the allocation) when enough are left, instead of requeueing the job.
   bool step_rerun = true;

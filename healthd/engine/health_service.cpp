@@ -8,12 +8,20 @@
 
 namespace ar::healthd {
 
+namespace {
+std::vector<LocalTask> local_tasks(const JobRecord& job) {
+  std::vector<LocalTask> tasks;
+  for (const auto& t : job.running_tasks()) tasks.push_back({t.task_rank, t.pid});
+  return tasks;
+}
+}  // namespace
+
 std::vector<LocalJob> running_jobs(const JobRegistry& registry) {
   std::vector<LocalJob> jobs;
   for (const auto& [id, job] : registry.jobs())
     if (job.running())
       jobs.push_back({id, job.restart_count, job.auto_resume(), job.max_resumes, job.heartbeat, job.batch_here(),
-                      job.running_auto_resume_steps(), job.uid});
+                      job.running_auto_resume_steps(), job.uid, local_tasks(job)});
   return jobs;
 }
 

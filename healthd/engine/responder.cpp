@@ -87,21 +87,36 @@ void Responder::queue_requeue(const policy::JobAtFault& job, const std::string& 
   if (r.hasten) hasten(job, *r.hasten);
 }
 
-std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass) {
+std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs, const std::vector<CheckResult>& results,
+                                               WallTime now, bool full_pass) {
   if (!full_pass) return {};
   std::vector<WatchedJob> watched;
-  for (const auto& j : jobs)
-    if (j.auto_resume && j.heartbeat && j.batch_here) watched.push_back({j.job_id, j.restart_count, j.max_resumes, *j.heartbeat, j.uid});
+  std::vector<LocalTask> tasks;
+  bool per_rank = false;
+  for (const auto& j : jobs) {
+    if (!j.auto_resume || !j.heartbeat) continue;
+    const bool judges_ranks = j.heartbeat->per_rank && !j.tasks.empty();
+    if (!j.batch_here && !judges_ranks) continue;
+    watched.push_back({j.job_id, j.restart_count, j.max_resumes, *j.heartbeat, j.uid, j.batch_here});
+    if (judges_ranks) tasks.insert(tasks.end(), j.tasks.begin(), j.tasks.end());
+    per_rank = per_rank || j.heartbeat->per_rank;
+  }
+  tasks_.look(tasks, stall_clock_());
   // Long enough for every other node of the job to have had a full sweep (and acted on a fault it
-  // found), and for a beat only a little late to call the stall off.
-  const auto settle = policy_.check_interval + policy_.check_deadline;
+  // found), and for a beat only a little late to call the stall off. With per-rank heartbeats, one
+  // interval more: every node running ranks notes the stall at its own next sweep, then writes what
+  // it found in the job's admin comment, which the acting node reads.
+  const auto settle = policy_.check_interval * (per_rank ? 2 : 1) + policy_.check_deadline;
   std::vector<StallEvent> confirmed;
   for (auto& e : stall_watch_.poll(watched, stall_clock_(), settle)) {
+    const auto job = std::find_if(jobs.begin(), jobs.end(), [&](const LocalJob& j) { return j.job_id == e.job_id; });
     switch (e.kind) {
       case StallEvent::Kind::stalled:
         spdlog::warn("job {}: {}", e.job_id, e.message);
-        timeline_.record(e.job_id, {now, node_, "stall", e.message + "; acted on in " + std::to_string(settle.count()) +
-                                                         " s unless it moves or a node of the job is found faulty"});
+        if (job->batch_here)
+          timeline_.record(e.job_id, {now, node_, "stall", e.message + "; acted on in " + std::to_string(settle.count()) +
+                                                           " s unless it moves or a node of the job is found faulty"});
+        if (job->heartbeat->per_rank && !job->tasks.empty()) judge_own_ranks(e, *job, results, now);
         break;
       case StallEvent::Kind::moving_again: timeline_.record(e.job_id, {now, node_, "moving again", e.message}); break;
       case StallEvent::Kind::never_seen:
@@ -112,6 +127,29 @@ std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs
     }
   }
   return confirmed;
+}
+
+void Responder::judge_own_ranks(const StallEvent& stall, const LocalJob& job, const std::vector<CheckResult>& results,
+                                WallTime now) {
+  const auto stall_s = std::chrono::seconds(job.heartbeat->stall_s);
+  // The window ends now and lies inside the stall: what the tasks did since the job stopped moving.
+  const auto window = std::clamp(stall_s / 2, std::chrono::seconds(1), std::chrono::seconds(120));
+  auto evidence = judge_ranks(stall.ranks, tasks_.activity(job.tasks, window), stall_s);
+  std::size_t faulty = 0;
+  for (const auto& r : results) faulty += r.status == Status::fault ? 1 : 0;
+  evidence.items.push_back(faulty == 0 ? "checks pass" : std::to_string(faulty) + " check(s) faulty");
+  const std::string text = evidence.text();
+  spdlog::warn("job {}: stall evidence on {}: {}{}", job.job_id, node_, text,
+               evidence.points_here ? "" : " (nothing points here)");
+  timeline_.record(job.job_id, {now, node_, evidence.points_here ? "stall evidence: points here" : "stall evidence: nothing here",
+                                fault_message_text(text)});
+  if (!evidence.points_here) return;
+  // Said where the acting node reads it: the job's admin comment (root's field, written by healthd).
+  JournalEntry e = due_entry(Action::annotate, node_, kStallEvidence, now);
+  e.job_id = job.job_id;
+  e.restart_count = job.restart_count;
+  e.reason = format_evidence_line({job.restart_count + 1, node_, text});
+  journal(std::move(e));
 }
 
 void Responder::ask_sweep_rules(const std::vector<CheckResult>& results, WallTime now, bool full_pass) {
@@ -184,7 +222,7 @@ void Responder::on_sweep(const std::vector<CheckResult>& results, const std::vec
                          const std::optional<StepFailure>& trigger, WallTime now, bool full_pass) {
   actions_.set_jobs_here(jobs.size());
   ask_sweep_rules(results, now, full_pass);
-  const auto stalls = poll_stalls(jobs, now, full_pass);
+  const auto stalls = poll_stalls(jobs, results, now, full_pass);
   if (auto fault = worst_fault(results)) return on_fault(std::move(*fault), jobs, trigger, now);
 
   if (faulty_) reported_.clear();  // the episode is over: the next one is said again

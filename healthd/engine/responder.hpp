@@ -46,6 +46,7 @@
 #include "actions/slurm_client.hpp"
 #include "checks/check.hpp"
 #include "config/config.hpp"
+#include "engine/rank_evidence.hpp"
 #include "engine/stall_watch.hpp"
 #include "policy/fault_policy.hpp"
 #include "policy/sweep_rule.hpp"
@@ -66,6 +67,8 @@ struct LocalJob {
   // here may re-run that step inside the allocation instead of requeueing the job.
   std::vector<std::uint32_t> auto_resume_steps;
   std::optional<std::uint32_t> uid = std::nullopt;  // its owner: the heartbeat is read with their rights only
+  // Its tasks here, as slurmstepd forked them (per-rank heartbeats only): judged when it stalls.
+  std::vector<LocalTask> tasks{};
 };
 
 // The failure of an auto-resume step's task that made healthd look at its node now.
@@ -114,6 +117,8 @@ class Responder {
   void set_heartbeat_reader(HeartbeatReader reader) { stall_watch_ = StallWatch(std::move(reader)); }
   // The clock stalls are timed by (default: the steady clock; tests move their own).
   void set_stall_clock(std::function<StallClock::time_point()> clock) { stall_clock_ = std::move(clock); }
+  // Where the tasks of stalled jobs are looked at (default /proc; tests give a tree of their own).
+  void set_proc_root(std::filesystem::path root) { tasks_ = TaskSampler(std::move(root)); }
 
   // What carries out the journal (actions/slurm_actions.hpp): the engine asks it directly after
   // each judgement. The three below are its own, for the tests that drive the responder alone.
@@ -169,7 +174,11 @@ class Responder {
   // The heartbeats of the jobs whose batch script runs here, read at a full sweep (so this node has
   // just checked itself): what changed is noted in the jobs' timelines; the stalls confirmed now are
   // answered, for on_sweep to act on when this node is healthy.
-  std::vector<StallEvent> poll_stalls(const std::vector<LocalJob>& jobs, WallTime now, bool full_pass);
+  std::vector<StallEvent> poll_stalls(const std::vector<LocalJob>& jobs, const std::vector<CheckResult>& results,
+                                      WallTime now, bool full_pass);
+  // A stall noted of a job with per-rank heartbeats that runs tasks here: this node's evidence about
+  // its own part, in the timeline, and in the job's admin comment when it points here.
+  void judge_own_ranks(const StallEvent& stall, const LocalJob& job, const std::vector<CheckResult>& results, WallTime now);
   void act_on_stall(const StallEvent& stall, WallTime now);
   // Asks each sweep rule of the executors' registry (policy/sweep_rule.hpp) and journals what it answers.
   void ask_sweep_rules(const std::vector<CheckResult>& results, WallTime now, bool full_pass);
@@ -190,6 +199,7 @@ class Responder {
   StallWatch stall_watch_{
       [](const std::string& path, std::uint32_t uid) { return read_heartbeat_as_owner(path, uid); }};
   std::function<StallClock::time_point()> stall_clock_ = [] { return StallClock::now(); };
+  TaskSampler tasks_;  // what the tasks of jobs with per-rank heartbeats did, look by look
   SlurmActions actions_;  // carries out what is journalled here
 };
 

@@ -60,7 +60,7 @@ std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, St
     }
     if (s.confirmed) continue;
     auto event = [&](StallEvent::Kind kind, std::string message) {
-      out.push_back({kind, job.job_id, job.restart_count, job.max_resumes, std::move(message)});
+      out.push_back({kind, job.job_id, job.restart_count, job.max_resumes, std::move(message), {}});
     };
     // Never read as root on a user's behalf: without its owner the heartbeat is not judged.
     auto reading = job.uid ? reader_(job.heartbeat.path, *job.uid)
@@ -82,11 +82,12 @@ std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, St
     s.read_once = true;
     s.ever_present = s.ever_present || reading.found || reading.newest.has_value();
     s.last_value = reading.newest;
+    s.ranks = std::move(reading.ranks);
     const auto limit = std::chrono::seconds(s.beat ? job.heartbeat.stall_s : job.heartbeat.first_beat_s);
     const auto still = now - s.last_move;
     if (still < limit) continue;
     if (!s.ever_present) {
-      if (!s.never_seen_said)
+      if (!s.never_seen_said && job.acts)
         event(StallEvent::Kind::never_seen, "heartbeat " + job.heartbeat.path + " not found on this node in " +
                                                 seconds_text(still) +
                                                 ": not judged (it must be on storage the node's host sees, "
@@ -102,7 +103,8 @@ std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, St
     if (!s.stalled_at) {
       s.stalled_at = now;
       event(StallEvent::Kind::stalled, message);
-    } else if (now - *s.stalled_at >= settle) {
+      out.back().ranks = s.ranks;
+    } else if (job.acts && now - *s.stalled_at >= settle) {
       s.confirmed = true;
       event(StallEvent::Kind::confirmed, message);
     }

@@ -2,8 +2,10 @@
 // a hung NCCL collective or a deadlocked data loader leaves every check healthy and the job running
 // until its time limit; only the job's own progress says it stopped.
 //
-// Watched on the node of the job's batch script only (the one node that acts on a stall, and the one
-// whose host must see the heartbeat). A beat is a change of the heartbeat's modification time (a
+// Watched on the node of the job's batch script (the one node that acts on a stall, and the one
+// whose host must see the heartbeat), and, for per-rank heartbeats (--auto-resume-heartbeat-dir), on
+// every node running some of the job's ranks: there a stall is only noted (with each rank's last
+// beat), for the node to judge its own part (engine/rank_evidence.hpp); it is confirmed nowhere else. A beat is a change of the heartbeat's modification time (a
 // file's, or the newest of a directory's entries) from the value last seen; the first value seen in
 // an attempt is not a beat (it may be the last attempt's). A job is stalled when no beat came for
 // `stall_s` after its first beat, or for `first_beat_s` before it; the stall is confirmed when it
@@ -53,6 +55,8 @@ struct StallEvent {
   std::uint32_t restart_count = 0;
   std::optional<std::uint32_t> max_resumes;
   std::string message;  // "heartbeat /ckpt has not moved for 305 s (stall time 300 s)"
+  // stalled: each rank's last beat (per-rank heartbeats), as read when the stall was noted.
+  std::map<std::uint32_t, FileTime> ranks{};
 };
 
 // One job to watch, as the responder knows it.
@@ -63,6 +67,8 @@ struct WatchedJob {
   proto::Heartbeat heartbeat;
   // The job's owner, whose rights the heartbeat is read with; unknown: not judged.
   std::optional<std::uint32_t> uid = std::nullopt;
+  // This node acts on the job's stall (its batch script runs here); otherwise a stall is noted only.
+  bool acts = true;
 };
 
 class StallWatch {
@@ -89,6 +95,7 @@ class StallWatch {
     bool confirmed = false;
     bool never_seen_said = false;
     std::string last_error;  // said once until it changes
+    std::map<std::uint32_t, FileTime> ranks{};  // the last reading's per-rank beats
   };
   HeartbeatReader reader_;
   std::map<std::uint32_t, State> jobs_;

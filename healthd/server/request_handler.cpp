@@ -95,6 +95,8 @@ nlohmann::json RequestHandler::lifecycle(const Message& m, const Peer& peer) {
     registry_.step_started(m, now);
     spdlog::info("job {} step {} started (auto-resume {}, restart {})", m.job_id, proto::step_name(m.step_id),
                  m.auto_resume ? "on" : "off", m.restart_count);
+  } else if constexpr (std::is_same_v<Message, proto::TaskStart>) {
+    registry_.task_started(m, now);
   } else if constexpr (std::is_same_v<Message, proto::TaskExit>) {
     registry_.task_exited(m, now);
     spdlog::info("job {} step {} task {} ended: {}", m.job_id, proto::step_name(m.step_id), m.task_rank,

@@ -3,6 +3,7 @@
 #include "atomic_file.hpp"
 #include "json_fields.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <sys/wait.h>
@@ -30,6 +31,13 @@ std::vector<std::uint32_t> JobRecord::running_auto_resume_steps() const {
     if (key.first == restart_count && step.running && step.auto_resume && proto::is_user_step(step.step_id))
       ids.push_back(step.step_id);
   return ids;
+}
+
+std::vector<TaskStartRecord> JobRecord::running_tasks() const {
+  std::vector<TaskStartRecord> tasks;
+  for (const auto& [key, step] : steps)
+    if (key.first == restart_count && step.running) tasks.insert(tasks.end(), step.tasks.begin(), step.tasks.end());
+  return tasks;
 }
 
 bool JobRecord::running() const {
@@ -114,6 +122,13 @@ bool JobRegistry::correct_restart_count(std::uint32_t job_id, std::uint32_t step
   return true;
 }
 
+void JobRegistry::task_started(const proto::TaskStart& m, WallClock::time_point now) {
+  auto& step = step_for(m.job_id, m.step_id, now);
+  const TaskStartRecord t{m.task_rank, m.pid};
+  if (step.tasks.size() < kMaxTaskExitsPerStep && std::find(step.tasks.begin(), step.tasks.end(), t) == step.tasks.end())
+    step.tasks.push_back(t);
+}
+
 void JobRegistry::task_exited(const proto::TaskExit& m, WallClock::time_point now) {
   auto& step = step_for(m.job_id, m.step_id, now);
   step.last_exit_at = now;
@@ -172,6 +187,11 @@ nlohmann::json job_to_json(std::uint32_t id, const JobRecord& job) {
                            {"task_exits", exits},
                            {"tasks_ok", s.tasks_ok}};
     if (s.failures_not_kept) step["failures_not_kept"] = s.failures_not_kept;
+    if (!s.tasks.empty()) {
+      nlohmann::json tasks = nlohmann::json::array();
+      for (const auto& t : s.tasks) tasks.push_back({{"task_rank", t.task_rank}, {"pid", t.pid}});
+      step["tasks"] = tasks;
+    }
     if (s.last_exit_at) step["last_exit_at_ms"] = to_epoch_ms(*s.last_exit_at);
     if (s.ended_at) step["ended_at_ms"] = to_epoch_ms(*s.ended_at);
     steps.push_back(step);
@@ -229,6 +249,13 @@ StepRecord step_from_json(const nlohmann::json& sj) {
   s.tasks_ok += f::integer_or<std::uint32_t>(sj, "tasks_ok", 0);
   s.failures_not_kept = f::integer_or<std::uint32_t>(sj, "failures_not_kept", 0);
   s.last_exit_at = f::optional_time_ms(sj, "last_exit_at_ms");
+  if (sj.contains("tasks")) {
+    const auto& tasks = f::array(sj, "tasks");
+    for (std::size_t i = 0; i < tasks.size() && s.tasks.size() < kMaxTaskExitsPerStep; ++i)
+      s.tasks.push_back(at("tasks[" + std::to_string(i) + "]", [&] {
+        return TaskStartRecord{f::integer<std::uint32_t>(tasks[i], "task_rank"), f::integer<std::uint32_t>(tasks[i], "pid")};
+      }));
+  }
   return s;
 }
 

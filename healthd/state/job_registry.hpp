@@ -29,6 +29,13 @@ struct TaskExitRecord {
   WallClock::time_point at;
 };
 
+// A task of a step with per-rank heartbeats, as slurmstepd forked it here.
+struct TaskStartRecord {
+  std::uint32_t task_rank = 0;
+  std::uint32_t pid = 0;
+  bool operator==(const TaskStartRecord&) const = default;
+};
+
 struct StepRecord {
   std::uint32_t step_id = 0;
   std::uint32_t restart_count = 0;
@@ -42,6 +49,8 @@ struct StepRecord {
   std::uint32_t tasks_ok = 0;
   std::uint32_t failures_not_kept = 0;
   std::optional<WallClock::time_point> last_exit_at;
+  // The tasks running here (steps with per-rank heartbeats only; at most kMaxTaskExitsPerStep).
+  std::vector<TaskStartRecord> tasks;
 };
 
 struct JobRecord {
@@ -61,6 +70,8 @@ struct JobRecord {
   // The srun steps (not the batch script, extern or interactive step) of its newest attempt still
   // running here that were started with --auto-resume=1.
   std::vector<std::uint32_t> running_auto_resume_steps() const;
+  // The tasks of its newest attempt's running steps here (per-rank heartbeats only).
+  std::vector<TaskStartRecord> running_tasks() const;
   std::optional<WallClock::time_point> last_activity() const;
 };
 
@@ -88,6 +99,7 @@ class JobRegistry {
   // another uid, a step never announced, or a count not above the job's.
   bool correct_restart_count(std::uint32_t job_id, std::uint32_t step_id, std::uint32_t uid,
                              std::uint32_t restart_count, WallClock::time_point now);
+  void task_started(const proto::TaskStart& m, WallClock::time_point now);
   void task_exited(const proto::TaskExit& m, WallClock::time_point now);
   void step_ended(const proto::StepEnd& m, WallClock::time_point now);
 

@@ -105,6 +105,8 @@ std::expected<void, std::string> Journal::save() {
                        {"last_error", e.last_error}});
     if (e.cap) entries.back()["cap"] = *e.cap;
     if (e.rerun_step) entries.back()["rerun_step"] = *e.rerun_step;
+    if (!e.exclude.empty()) entries.back()["exclude"] = e.exclude;
+    if (!e.suspects.empty()) entries.back()["suspects"] = e.suspects;
     if (e.reboot) entries.back()["reboot"] = true;
     if (e.held) entries.back()["held"] = true;
     if (e.admin) entries.back()["admin"] = true;
@@ -162,6 +164,13 @@ std::expected<JournalEntry, std::string> entry_from_json(const nlohmann::json& e
   e.last_error = ej.at("last_error").get<std::string>();
   e.cap = json_fields::optional_integer<std::uint32_t>(ej, "cap");
   e.rerun_step = json_fields::optional_integer<std::uint32_t>(ej, "rerun_step");
+  if (ej.contains("exclude"))
+    for (const auto& n : json_fields::array(ej, "exclude")) {
+      if (!n.is_string() || n.get_ref<const std::string&>().empty() || n.get_ref<const std::string&>().size() > 255)
+        throw StateFieldError("key 'exclude': node names must be non-empty strings of at most 255 bytes");
+      e.exclude.push_back(n.get<std::string>());
+    }
+  if (ej.contains("suspects")) e.suspects = ej.at("suspects").get<std::string>();
   e.reboot = ej.value("reboot", false);
   e.held = ej.value("held", false);
   e.admin = ej.value("admin", false);
@@ -266,6 +275,15 @@ std::expected<void, std::string> Journal::advance(std::uint64_t id, RequeueStep 
       e.attempts = 0;
       e.waits = 0;
       e.last_error.clear();
+    }
+  return save();
+}
+
+std::expected<void, std::string> Journal::set_suspects(std::uint64_t id, std::vector<std::string> exclude, std::string said) {
+  for (auto& e : pending_)
+    if (e.id == id) {
+      e.exclude = exclude;
+      e.suspects = said;
     }
   return save();
 }

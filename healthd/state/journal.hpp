@@ -92,6 +92,11 @@ struct JournalEntry {
   // Requeue: how far the action got. Each step is saved before the next Slurm call, so a daemon
   // killed between two calls picks up at the step it was in and finishes every step once.
   RequeueStep step = RequeueStep::decide;
+  // Requeue of a stall: what was decided of the suspects the job's evidence named
+  // (policy/suspect_policy.hpp), once decided: the job's whole ExcNodeList from its next attempt on
+  // (empty: left as it is) and what was said of them. Saved before the requeue.
+  std::vector<std::string> exclude{};
+  std::string suspects{};
 };
 
 // An entry of `kind` about fault `code` of `node`, due now (`now`): what every decider starts from.
@@ -137,6 +142,8 @@ class Journal {
   void due_now(std::uint64_t id, WallTime now);
   // A requeue moved on to its next step (saved before that step's Slurm call).
   std::expected<void, std::string> advance(std::uint64_t id, RequeueStep step);
+  // A stall's requeue: the suspects decided (JournalEntry::exclude, suspects), saved.
+  std::expected<void, std::string> set_suspects(std::uint64_t id, std::vector<std::string> exclude, std::string said);
   // Whether everything in memory is on disk. Saves the journal again when it is not.
   bool durable() const { return durable_; }
   std::expected<void, std::string> make_durable();

@@ -12,35 +12,35 @@
 namespace ar::healthd {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+std::string textfile_errno() { return std::strerror(errno); }
 
 }  // namespace
 
 std::expected<void, std::string> write_textfile(const std::filesystem::path& file, const std::string& text) {
   // node_exporter reads only *.prom: "healthd.prom.tmp" is never read half written.
   const std::string tmp = file.string() + ".tmp";
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return std::unexpected(tmp + ": cannot remove the old temp file: " + errno_text());
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return std::unexpected(tmp + ": cannot remove the old temp file: " + textfile_errno());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return std::unexpected(tmp + ": cannot create: " + errno_text());
+  if (fd < 0) return std::unexpected(tmp + ": cannot create: " + textfile_errno());
   // Whatever healthd's umask: node_exporter's own user reads the file. The metrics hold nothing
   // secret (the node's name, fault codes, GPU ids), as node_exporter's own do.
   std::string failed;
-  if (::fchmod(fd, 0644) != 0) failed = "chmod: " + errno_text();
+  if (::fchmod(fd, 0644) != 0) failed = "chmod: " + textfile_errno();
   for (std::size_t done = 0; failed.empty() && done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) failed = "write: " + errno_text();
+    if (n < 0) failed = "write: " + textfile_errno();
     else done += static_cast<std::size_t>(n);
   }
   // No fsync: the file is rewritten every interval, and what a crash leaves (the old file or the new
   // one, whole, thanks to the rename) is stale either way.
-  if (::close(fd) != 0 && failed.empty()) failed = "close: " + errno_text();
+  if (::close(fd) != 0 && failed.empty()) failed = "close: " + textfile_errno();
   if (!failed.empty()) {
     ::unlink(tmp.c_str());
     return std::unexpected(tmp + ": " + failed);
   }
   if (::rename(tmp.c_str(), file.c_str()) != 0) {
-    const auto why = errno_text();
+    const auto why = textfile_errno();
     ::unlink(tmp.c_str());
     return std::unexpected(file.string() + ": rename: " + why);
   }

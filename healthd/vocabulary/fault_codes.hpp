@@ -9,6 +9,8 @@ namespace ar::healthd {
 inline constexpr const char* kAppFailure = "APP-FAILURE";
 // A job's heartbeat stood still while every node of it checked healthy (engine/stall_watch.hpp).
 inline constexpr const char* kStall = "STALL";
+// The annotate entry of a node whose own ranks the evidence of a stall points to (engine/rank_evidence.hpp).
+inline constexpr const char* kStallEvidence = "STALL-EVIDENCE";
 // The start of every drain reason healthd writes: how its own drains are told from an admin's.
 inline constexpr const char* kReasonPrefix = "healthd:";
 

@@ -52,6 +52,7 @@ struct NodeInfo {
   bool reboot = false;  // NODE_STATE_REBOOT_REQUESTED or NODE_STATE_REBOOT_ISSUED
   bool reboot_issued = false;  // NODE_STATE_REBOOT_ISSUED: slurmd was told to reboot; no resume calls it off
   std::time_t reason_time = 0;  // when the reason was set, slurmctld's clock (whole seconds); 0 when none
+  bool down = false;            // NODE_STATE_DOWN, or not responding: no job starts there
   bool drained_or_draining() const { return drain; }
   bool reboot_pending() const { return reboot; }
 };
@@ -74,6 +75,7 @@ struct JobInfo {
   bool heterogeneous = false;  // a component of a heterogeneous job (sbatch's ':' or --het-group)
   std::string partition;      // where it runs (a running job has one)
   std::vector<std::string> nodes;  // node_list, expanded
+  std::vector<std::string> excluded;  // its ExcNodeList (--exclude, and the suspects healthd kept off it), expanded
   // The state without its flags is PENDING: with COMPLETING, a requeued job whose last attempt is
   // still ending (its start_time is then the scheduler's expected start, not a run's).
   bool pending = false;
@@ -100,6 +102,8 @@ struct JobUpdate {
   // A running job: the nodes it keeps (a subset of its allocation; the others leave it at once, and
   // their tasks are killed).
   std::optional<std::vector<std::string>> nodes;
+  // A pending job: the nodes it must not be placed on (its whole ExcNodeList, which this replaces).
+  std::optional<std::vector<std::string>> excluded;
 };
 
 }  // namespace ar::healthd

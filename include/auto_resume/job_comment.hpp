@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "auto_resume/safe_text.hpp"
 
@@ -45,17 +46,76 @@ inline std::string format_attempt_comment(const AttemptEnd& e) {
 
 inline constexpr const char* kCommentPrefix = "auto-resume: ";
 
-// `existing` with its auto-resume line (if any) replaced by `our_line`, other lines kept. Every line
-// of ours passes here: it is made one line, safe for a terminal and bounded as format_attempt_comment's.
+// What one node's healthd found about its own part of a stalled job (engine/rank_evidence), one line
+// per node that the evidence points to, for the node that acts on the stall to read:
+//   auto-resume evidence: attempt 1 on n2: rank 1: CPU time did not move in 20 s (+0.00 s); checks pass
+struct EvidenceLine {
+  std::uint32_t attempt = 0;  // the attempt that stalled (1 = the first run)
+  std::string node;
+  std::string text;
+};
+
+inline constexpr const char* kEvidencePrefix = "auto-resume evidence: attempt ";
+
+inline std::string format_evidence_line(const EvidenceLine& e) {
+  return text::sanitize(std::string(kEvidencePrefix) + std::to_string(e.attempt) + " on " + e.node + ": " + e.text,
+                        kMaxCommentBytes);
+}
+
+// Read back strictly, as the attempt line is: "auto-resume evidence: attempt A on NODE: TEXT".
+inline std::optional<EvidenceLine> parse_evidence_line(const std::string& c) {
+  const std::string head = kEvidencePrefix;
+  if (c.rfind(head, 0) != 0) return std::nullopt;
+  const std::size_t on = c.find(" on ", head.size());
+  if (on == std::string::npos) return std::nullopt;
+  EvidenceLine e;
+  const std::string attempt = c.substr(head.size(), on - head.size());
+  if (attempt.empty() || attempt.size() > 9 || attempt.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  e.attempt = static_cast<std::uint32_t>(std::stoul(attempt));
+  const std::size_t colon = c.find(": ", on + 4);
+  if (colon == std::string::npos) return std::nullopt;
+  e.node = c.substr(on + 4, colon - on - 4);
+  e.text = c.substr(colon + 2);
+  if (e.node.empty() || e.node.find(' ') != std::string::npos) return std::nullopt;
+  return e;
+}
+
+// The evidence lines of an admin comment for `attempt`, one per node (the last one a node wrote).
+inline std::vector<EvidenceLine> evidence_lines(const std::string& admin_comment, std::uint32_t attempt) {
+  std::vector<EvidenceLine> out;
+  std::size_t pos = 0;
+  while (pos < admin_comment.size()) {
+    std::size_t end = admin_comment.find('\n', pos);
+    if (end == std::string::npos) end = admin_comment.size();
+    if (auto e = parse_evidence_line(admin_comment.substr(pos, end - pos)); e && e->attempt == attempt) {
+      std::erase_if(out, [&](const EvidenceLine& o) { return o.node == e->node; });
+      out.push_back(std::move(*e));
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+// `existing` with `our_line` in: the auto-resume line (if any) replaced by an attempt line; for an
+// evidence line, the same node's evidence and every evidence line of another attempt replaced.
+// Other lines (an admin's, another tool's) are kept. Every line of ours passes here: it is made one
+// line, safe for a terminal and bounded as format_attempt_comment's.
 inline std::string merge_admin_comment(const std::string& existing, const std::string& our_line) {
   const std::string ours = text::sanitize(our_line, kMaxCommentBytes);
+  const auto evidence = parse_evidence_line(ours);
+  auto replaced = [&](const std::string& line) {
+    if (!evidence) return line.rfind(kCommentPrefix, 0) == 0;
+    const auto other = parse_evidence_line(line);
+    return other && (other->node == evidence->node || other->attempt != evidence->attempt);
+  };
   std::string out;
   std::size_t pos = 0;
   while (pos < existing.size()) {
     std::size_t end = existing.find('\n', pos);
     if (end == std::string::npos) end = existing.size();
     std::string line = existing.substr(pos, end - pos);
-    if (!line.empty() && line.rfind(kCommentPrefix, 0) != 0) out += line + "\n";
+    if (!line.empty() && !replaced(line)) out += line + "\n";
     pos = end + 1;
   }
   return out + ours;

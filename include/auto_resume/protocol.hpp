@@ -93,6 +93,10 @@ struct Heartbeat {
   std::string path;                   // absolute; a directory counts by its newest entry
   std::uint32_t stall_s = 300;        // after the first beat (NVIDIA's resiliency extension: 300 s)
   std::uint32_t first_beat_s = 1800;  // before it: a job loads data and compiles first (NVRx: 1800 s)
+  // --auto-resume-heartbeat-dir: `path` is a directory of one file per task (rank-<global task id>,
+  // AUTO_RESUME_HEARTBEAT_FILE in the task's environment); the job's progress is the newest of them,
+  // and each node judges its own ranks against the others' when the job stalls.
+  bool per_rank = false;
 };
 inline constexpr std::uint32_t kMaxStallSeconds = 30 * 24 * 3600;
 inline constexpr std::size_t kMaxHeartbeatPathBytes = 4096;
@@ -106,7 +110,9 @@ inline bool valid_heartbeat_path(std::string_view path) {
 }
 
 inline nlohmann::json to_json(const Heartbeat& hb) {
-  return {{"path", hb.path}, {"stall_s", hb.stall_s}, {"first_beat_s", hb.first_beat_s}};
+  nlohmann::json j = {{"path", hb.path}, {"stall_s", hb.stall_s}, {"first_beat_s", hb.first_beat_s}};
+  if (hb.per_rank) j["per_rank"] = true;
+  return j;
 }
 
 struct StepStart {
@@ -118,6 +124,17 @@ struct StepStart {
   std::uint32_t restart_count = 0;
   std::optional<std::uint32_t> max_resumes;  // the user's own cap (--auto-resume-max); absent: the admin's
   std::optional<Heartbeat> heartbeat;        // --auto-resume-heartbeat; absent: no watchdog
+};
+
+// A task forked by slurmstepd (from slurm_spank_task_post_fork, as root): which process runs which
+// rank here, so healthd can look at a stalled job's tasks on this node. Sent for steps with per-rank
+// heartbeats only.
+struct TaskStart {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string node;
+  std::uint32_t task_rank = 0;  // the global task id (the rank of AUTO_RESUME_HEARTBEAT_FILE)
+  std::uint32_t pid = 0;
 };
 
 struct TaskExit {
@@ -135,7 +152,7 @@ struct StepEnd {
 };
 
 using Request = std::variant<Ping, StatusQuery, JobsQuery, ExplainQuery, CheckNow, EventsQuery, AdminDrain, AdminResume,
-                             AdminClear, StepStart, TaskExit, StepEnd>;
+                             AdminClear, StepStart, TaskStart, TaskExit, StepEnd>;
 
 // Error codes carried in error replies. Stable strings: clients may switch on them.
 namespace err {
@@ -222,6 +239,16 @@ inline nlohmann::json to_json(const StepStart& m) {
   j["restart_count"] = m.restart_count;
   if (m.max_resumes) j["max_resumes"] = *m.max_resumes;
   if (m.heartbeat) j["heartbeat"] = to_json(*m.heartbeat);
+  return j;
+}
+
+inline nlohmann::json to_json(const TaskStart& m) {
+  auto j = detail::header("task_start");
+  j["job_id"] = m.job_id;
+  j["step_id"] = m.step_id;
+  j["node"] = m.node;
+  j["task_rank"] = m.task_rank;
+  j["pid"] = m.pid;
   return j;
 }
 
@@ -329,6 +356,11 @@ inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) 
       return bad(std::string("'") + name + "' must be from 1 to " + std::to_string(kMaxStallSeconds) + " seconds");
     *out = *v;
   }
+  if (j.contains("per_rank")) {
+    auto per_rank = field<bool>(j, "per_rank");
+    if (!per_rank) return bad(per_rank.error().message);
+    hb.per_rank = *per_rank;
+  }
   return hb;
 }
 
@@ -431,6 +463,14 @@ inline std::expected<Request, Error> parse_request(std::string_view line) {
       if (!hb) e = hb.error();
       else m.heartbeat = std::move(*hb);
     }
+    return finish(std::move(m), e);
+  }
+  if (type == "task_start") {
+    TaskStart m;
+    auto e = detail::read_fields(j, m, f("job_id", &TaskStart::job_id), f("step_id", &TaskStart::step_id),
+                                 f("node", &TaskStart::node), f("task_rank", &TaskStart::task_rank),
+                                 f("pid", &TaskStart::pid));
+    if (!e && m.pid <= 1) e = Error{err::kBadField, "field 'pid' must be a process id above 1"};
     return finish(std::move(m), e);
   }
   if (type == "task_exit") {

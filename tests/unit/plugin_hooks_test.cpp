@@ -91,7 +91,7 @@ TEST(PluginHooks, ABatchStepTellsHealthdItsWholeLifeAndItsTaskTheFirstAttempt) {
   fake_spank().items[S_TASK_EXIT_STATUS] = 3 << 8;
 
   ASSERT_EQ(init(plugstack(d)), 0);
-  EXPECT_EQ(fake_spank().options.size(), 5u);  // every option, so Slurm forwards them all
+  EXPECT_EQ(fake_spank().options.size(), 6u);  // every option, so Slurm forwards them all
   ASSERT_EQ(fake_spank().give_option(ar::plugin::kOptionName, "1", true), 0);
   ASSERT_EQ(slurm_spank_init_post_opt(handle(), 0, nullptr), 0);
   auto job = recorded(d);
@@ -240,7 +240,7 @@ TEST(PluginHooks, ABadPlugstackLineDisablesReportingButKeepsTheOptions) {
   RunningDaemon d;
   ar::test::reset_fake_spank(slurmstepd(proto::kBatchStep, record(0)));
   run_remote_step({"socket=" + d.socket_path, "colour=blue"});
-  EXPECT_EQ(fake_spank().options.size(), 5u);  // scripts that pass the options keep working
+  EXPECT_EQ(fake_spank().options.size(), 6u);  // scripts that pass the options keep working
   EXPECT_FALSE(recorded(d));
   EXPECT_EQ(fake_spank().job_reads, 0);
   EXPECT_NE(errors().find("plugstack.conf: "), std::string::npos) << errors();

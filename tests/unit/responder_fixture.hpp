@@ -179,6 +179,14 @@ class FakeSlurm : public SlurmClient {
       jobs[id].node_list = list;
       calls.push_back("shrink " + std::to_string(id) + " to " + list);
     }
+    if (u.excluded) {  // only a pending job takes a new ExcNodeList (slurmctld refuses it of a running one)
+      if (jobs[id].state != "PENDING")
+        return std::unexpected(SlurmError(SlurmError::Kind::refused, "Job is no longer pending execution"));
+      std::string list;
+      for (const auto& n : *u.excluded) list += (list.empty() ? "" : ",") + n;
+      jobs[id].excluded = *u.excluded;
+      calls.push_back("exclude " + std::to_string(id) + " " + list);
+    }
     if (u.begin) {
       calls.push_back("release " + std::to_string(id));
       begins[id] = *u.begin;

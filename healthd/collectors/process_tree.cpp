@@ -1,0 +1,88 @@
+#include "collectors/process_tree.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+
+namespace ar::healthd {
+namespace {
+
+struct ProcStat {
+  char state = '?';
+  std::uint64_t utime = 0, stime = 0, start = 0;
+};
+
+// /proc/PID/stat: "pid (comm) state ppid ...". The command name may hold spaces and parentheses (a
+// user names their program), so the fields are counted from the last ')'.
+std::optional<ProcStat> read_stat(const std::filesystem::path& proc_root, std::uint32_t pid) {
+  std::ifstream in(proc_root / std::to_string(pid) / "stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return std::nullopt;
+  std::istringstream fields(line.substr(close + 2));
+  std::vector<std::string> f;
+  std::string word;
+  while (f.size() < 20 && fields >> word) f.push_back(word);
+  // After ')': field 3 is f[0] (state), 14 utime is f[11], 15 stime f[12], 22 starttime f[19].
+  if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
+  auto number = [](const std::string& s) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && p == s.data() + s.size() ? v : 0;
+  };
+  return ProcStat{f[0][0], number(f[11]), number(f[12]), number(f[19])};
+}
+
+// The children of every thread of `pid` (a child forked by a thread is listed under that thread).
+std::vector<std::uint32_t> children_of(const std::filesystem::path& proc_root, std::uint32_t pid) {
+  std::vector<std::uint32_t> out;
+  std::error_code ec;
+  std::filesystem::directory_iterator threads(proc_root / std::to_string(pid) / "task", ec);
+  if (ec) return out;
+  for (const auto& t : threads) {
+    std::ifstream in(t.path() / "children");
+    std::uint32_t child = 0;
+    while (in >> child) out.push_back(child);
+  }
+  return out;
+}
+
+}  // namespace
+
+ProcessTreeSample sample_process_tree(const std::filesystem::path& proc_root, std::uint32_t pid,
+                                      std::uint64_t expected_start, std::size_t max_processes) {
+  ProcessTreeSample s;
+  const auto root = read_stat(proc_root, pid);
+  if (!root || (expected_start != 0 && root->start != expected_start)) return s;
+  s.found = true;
+  s.start_ticks = root->start;
+  static const long ticks = [] {
+    const long t = ::sysconf(_SC_CLK_TCK);
+    return t > 0 ? t : 100;
+  }();
+  std::uint64_t cpu_ticks = 0;
+  std::set<std::uint32_t> seen;  // a pid is read once, whatever the lists say
+  std::vector<std::uint32_t> todo{pid};
+  while (!todo.empty() && s.processes < max_processes) {
+    const auto p = todo.back();
+    todo.pop_back();
+    if (!seen.insert(p).second) continue;
+    const auto st = p == pid ? root : read_stat(proc_root, p);
+    if (!st) continue;  // ended since it was listed
+    ++s.processes;
+    cpu_ticks += st->utime + st->stime;
+    if (st->state == 'D') s.uninterruptible.push_back(p);
+    for (auto c : children_of(proc_root, p)) todo.push_back(c);
+  }
+  s.cpu_s = static_cast<double>(cpu_ticks) / static_cast<double>(ticks);
+  return s;
+}
+
+}  // namespace ar::healthd

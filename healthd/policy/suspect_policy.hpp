@@ -1,0 +1,43 @@
+// Which nodes a stalled job's next attempt is kept off: the decision of the node that acts on the
+// stall (its batch script's), from the evidence each node of the job wrote about itself in the job's
+// admin comment (engine/rank_evidence.hpp, auto_resume/job_comment.hpp EvidenceLine), read from
+// Slurm a moment ago. Calls nothing: actions/requeue_executor.cpp gathers the facts and carries the
+// answer out (the requeued job's ExcNodeList, set in the same update that lifts its requeue hold).
+//
+// Safe by construction:
+//   - only nodes of the job count, one line each;
+//   - no line: nothing points anywhere, a plain STALL requeue;
+//   - more nodes than `max_share` of the job's (at least one), or all of them: the job stopped
+//     together (a deadlock in the code, a shared filesystem): no node is named;
+//   - the job must still fit: the nodes of its partition in service (not drained, not down) and not
+//     excluded already must number at least its own node count once the suspects are out, else
+//     they are reported and not excluded.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "auto_resume/job_comment.hpp"
+#include "vocabulary/slurm_facts.hpp"
+
+namespace ar::healthd::policy {
+
+struct SuspectFacts {
+  std::vector<EvidenceLine> evidence;     // the job's lines for the attempt that stalled
+  std::vector<std::string> job_nodes;     // the nodes of that attempt
+  std::vector<std::string> excluded;      // its ExcNodeList already (the user's --exclude, earlier suspects)
+  std::string partition;
+  std::vector<NodeInfo> node_table;       // every node, for the nodes left to run the job on
+  double max_share = 0.25;
+};
+
+struct SuspectVerdict {
+  std::vector<EvidenceLine> suspects;     // the nodes the evidence points to (named, excluded or not)
+  std::vector<std::string> exclude;       // the job's whole ExcNodeList from now on; empty: unchanged
+  std::string why;                        // for the timeline and the admin comment: what was decided and why
+};
+
+SuspectVerdict judge_suspects(const SuspectFacts& facts);
+
+}  // namespace ar::healthd::policy

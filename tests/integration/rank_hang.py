@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""A training rank as tests/integration/suspect.bats needs it: one heartbeat file per rank
+($AUTO_RESUME_HEARTBEAT_FILE, touched once per step), until the test names the hang in HANG_FILE:
+  "one NODE": the rank on NODE stops (blocked, no CPU: a driver call that never returns), and every
+              other rank waits for it in the collective, spinning as NCCL's ranks do;
+  "all":      every rank stops together (a deadlock in the code): no CPU anywhere.
+Usage: rank_hang.py HANG_FILE [STEP_SECONDS]"""
+import os
+import sys
+import time
+
+hang_file = sys.argv[1]
+step_s = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+beat = os.environ["AUTO_RESUME_HEARTBEAT_FILE"]
+node = os.environ["SLURMD_NODENAME"]
+print(f"rank {os.environ.get('SLURM_PROCID')} on {node} beats {beat}", flush=True)
+while True:
+    try:
+        with open(hang_file) as f:
+            hang = f.read().split()
+    except FileNotFoundError:
+        hang = []
+    if hang == ["all"] or hang == ["one", node]:
+        time.sleep(1e6)
+    elif hang:
+        while True:  # waiting for the stopped rank in the collective
+            pass
+    with open(beat, "a"):
+        os.utime(beat)
+    time.sleep(step_s)
