@@ -205,7 +205,7 @@ void task_init(spank_t sp) {
 // when the job stalls. Steps with per-rank heartbeats only (the others need no message per task).
 void task_started(spank_t sp) {
   auto& s = state();
-  if (!s.reporter || !s.heartbeat_per_rank || !s.auto_resume.value_or(false)) return;
+  if (!s.reporter || !s.heartbeat_per_rank || !s.auto_resume.value_or(false) || s.step_id == ar::proto::kBatchStep) return;
   SpankHandle h(sp);
   auto pid = h.i32(S_TASK_PID);
   auto rank = h.u32(S_TASK_GLOBAL_ID);

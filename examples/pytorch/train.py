@@ -126,6 +126,15 @@ def is_complete(path):
         return False
 
 
+def beat(path):
+    """Touches the heartbeat file: one step done. A beat that fails (storage away a moment) is skipped."""
+    try:
+        with open(path, "a"):
+            os.utime(path)
+    except OSError:
+        pass
+
+
 def complete_checkpoints(ckdir):
     """The complete checkpoints in ckdir, oldest first: by COMPLETE's mtime (ns), then by name (bytes)."""
     found = []
@@ -443,6 +452,10 @@ def main(argv):
 
     final = snapshot(start)
     saved = start
+    # --auto-resume-heartbeat-dir: this task's own heartbeat file, touched once per step (the workers
+    # of one torchrun share their node's task, and its file). When the job stops moving, the node
+    # whose ranks stopped is found and kept off the next attempt.
+    heartbeat = os.environ.get("AUTO_RESUME_HEARTBEAT_FILE")
     for step in range(start + 1, args.steps + 1):
         x, y = batch_for(torch, step, args.batch, features)
         optimizer.zero_grad()
@@ -451,6 +464,8 @@ def main(argv):
         optimizer.step()
         if args.step_seconds:
             time.sleep(args.step_seconds)
+        if heartbeat:
+            beat(heartbeat)
         written = None
         if step % args.checkpoint_every == 0 or step == args.steps:
             written = save(step)

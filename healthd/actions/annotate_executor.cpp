@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <functional>
 
+#include <spdlog/spdlog.h>
+
 #include "auto_resume/job_comment.hpp"
+#include "policy/suspect_policy.hpp"
+#include "text/text.hpp"
+#include "vocabulary/fault_codes.hpp"
 
 namespace ar::healthd {
 
@@ -32,12 +37,48 @@ namespace {
 
 // At most this many tries to see a node's evidence line land (each after a wait).
 constexpr std::uint32_t kEvidenceTries = 8;
+// How many check intervals a node whose evidence landed waits for the stall's decision (the
+// attempt's end) before it stops asking: a stall called off leaves the attempt running.
+constexpr std::uint32_t kDecisionWaits = 120;
+
+// This node was named the suspect of a stalled job: kept (the journal saves it), and the lemon rule
+// asked. A lemon is drained as healthd drains a faulty node (max_drained_share, report_only and an
+// admin's resume hold as for any drain) and returns once the deep check passes.
+void keep_suspicion(const ExecutorServices& services, const JournalEntry& e, const JobInfo& job, const EvidenceLine& ours,
+                    const SuspectsLine& verdict, WallTime now) {
+  auto& kept = services.journal.suspicions();
+  kept.push_back({now, e.job_id, job.user_id, ours.text});
+  if (kept.size() > kMaxSuspicions) kept.erase(kept.begin());
+  services.timeline.record(e.job_id, {now, services.node, "suspected",
+                                      "named the suspect of attempt " + std::to_string(ours.attempt) + "'s stall: " + verdict.why});
+  const auto lemon = policy::judge_lemon(kept, services.policy, now);
+  spdlog::warn("node {}: named the suspect of job {}'s stall ({}); {}", services.node, e.job_id, verdict.why, lemon.why);
+  if (lemon.drain) {
+    const bool deep_check = !services.policy.cure.deep_check.empty();
+    const std::string reason = sanitize(std::string(kReasonPrefix) + " " + kSuspectLemon + ": " + lemon.why +
+                                            (deep_check ? "; drained for the deep check" : "; no deep check set: held for an admin"),
+                                        240);
+    if (services.policy.report_only) {
+      spdlog::warn("report only: would drain node {} ({}); nothing done", services.node, reason);
+    } else {
+      JournalEntry drain = due_entry(Action::drain, services.node, kSuspectLemon, now);
+      drain.reason = reason;
+      drain.held = !deep_check;
+      drain.cure = CureProgress{};
+      drain.cure->since = now;
+      if (auto r = services.journal.add(std::move(drain)); !r) spdlog::error("journal: {}", r.error());
+      kept.clear();  // they led to this drain: the node starts afresh once it has proved itself
+    }
+  }
+  if (auto r = services.journal.save(); !r) spdlog::error("journal: {}", r.error());
+}
 
 // A node's evidence about a stalled job (engine/rank_evidence.hpp). The nodes of the job write theirs
 // at about the same moment, each a read and a whole-field write of the admin comment, so one may
 // overwrite another's line: each reads the comment back, and writes again (after a wait that differs
 // from node to node) until its line is there. A comment that holds more evidence lines than could
-// ever name suspects (more than half the job's nodes) has said enough: no more is written.
+// ever name suspects (more than half the job's nodes) has said enough: no more is written. Once its
+// line is there, the node waits for the attempt to end and reads whether it was named the suspect.
 std::expected<Carried, std::string> carry_out_evidence(const ExecutorServices& services, const JournalEntry& e,
                                                        const EvidenceLine& ours, WallTime now) {
   auto job = services.slurm.job(e.job_id);
@@ -45,15 +86,25 @@ std::expected<Carried, std::string> carry_out_evidence(const ExecutorServices& s
     if (gone(job.error())) return Carried{};
     return std::unexpected(job.error().message);
   }
-  if (job->restart_count != e.restart_count || !job->state.starts_with("RUNNING")) return Carried{};  // that attempt is over
   const auto lines = evidence_lines(job->admin_comment, ours.attempt);
   const bool landed = std::any_of(lines.begin(), lines.end(), [&](const EvidenceLine& l) { return l.node == ours.node; });
-  if (landed) return Carried{};
-  if (e.waits >= kEvidenceTries || lines.size() > job->nodes.size() / 2) return Carried{};
-  if (auto c = annotate_job(services.slurm, e.job_id, e.reason, job->admin_comment); !c) return std::unexpected(c.error());
-  const auto spread = std::chrono::milliseconds(100 + 37 * static_cast<long>(std::hash<std::string>{}(services.node) % 11));
-  services.journal.wait_until(e.id, now + spread, "reading back the stall evidence of job " + std::to_string(e.job_id));
-  return Carried{.finished = false};
+  if (job->restart_count == e.restart_count && job->state == "RUNNING") {
+    if (!landed) {
+      if (e.waits >= kEvidenceTries || lines.size() > job->nodes.size() / 2) return Carried{};
+      if (auto c = annotate_job(services.slurm, e.job_id, e.reason, job->admin_comment); !c) return std::unexpected(c.error());
+      const auto spread = std::chrono::milliseconds(100 + 37 * static_cast<long>(std::hash<std::string>{}(services.node) % 11));
+      services.journal.wait_until(e.id, now + spread, "reading back the stall evidence of job " + std::to_string(e.job_id));
+      return Carried{.finished = false};
+    }
+    if (e.waits >= kDecisionWaits) return Carried{};
+    services.journal.wait_until(e.id, now + services.policy.check_interval,
+                                "waiting for the decision on job " + std::to_string(e.job_id) + "'s stall");
+    return Carried{.finished = false};
+  }
+  // The attempt is over (requeued, or ended): named or not.
+  const auto verdict = suspects_line(job->admin_comment, ours.attempt);
+  if (landed && verdict && has(verdict->nodes, services.node)) keep_suspicion(services, e, *job, ours, *verdict, now);
+  return Carried{};
 }
 
 }  // namespace

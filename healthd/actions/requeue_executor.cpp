@@ -187,9 +187,13 @@ std::expected<bool, std::string> requeue_annotate(const ExecutorServices& servic
     return std::unexpected(job.error().message);
   }
   const std::uint32_t reruns = step_reruns_so_far(*job);
-  const std::string message = e.suspects.empty() ? e.reason : e.reason + "; " + e.suspects;
+  // A stall's suspects: said first on the attempt's line (it is cut at its length), and on a line of
+  // their own that the nodes named read back (auto_resume/job_comment.hpp SuspectsLine).
+  const auto suspects = suspects_line(e.suspects, e.restart_count + 1);
+  const std::string message = suspects ? suspects->why + "; " + e.reason : e.reason;
   std::string line = format_attempt_comment({e.restart_count + reruns + 1, e.code, services.node, message, std::nullopt, 0, reruns});
-  if (auto c = annotate_job(services.slurm, e.job_id, line, job->admin_comment); !c) return std::unexpected(c.error());
+  const std::string current = suspects ? merge_admin_comment(job->admin_comment, e.suspects) : job->admin_comment;
+  if (auto c = annotate_job(services.slurm, e.job_id, line, current); !c) return std::unexpected(c.error());
   return next_step(services, e, RequeueStep::release, now);
 }
 
@@ -247,6 +251,7 @@ std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices&
   facts.evidence = evidence_lines(job.admin_comment, e.restart_count + 1);
   facts.job_nodes = job.nodes;
   facts.excluded = job.excluded;
+  facts.required = job.required;
   facts.partition = job.partition;
   facts.max_share = services.policy.suspect_max_share;
   if (!facts.evidence.empty()) {
@@ -260,8 +265,9 @@ std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices&
   services.timeline.record(e.job_id, {now, services.node, verdict.exclude.empty() ? "no node kept off" : "kept off",
                                       verdict.why});
   spdlog::warn("job {}: stall: {}", e.job_id, verdict.why);
-  std::string said = verdict.why;
-  if (!verdict.suspects.empty()) said += " (" + verdict.suspects.front().node + ": " + verdict.suspects.front().text + ")";
+  SuspectsLine line{e.restart_count + 1, {}, verdict.why};
+  for (const auto& s : verdict.suspects) line.nodes.push_back(s.node);
+  const std::string said = format_suspects_line(line);
   if (auto r = services.journal.set_suspects(e.id, verdict.exclude, said); !r) return std::unexpected("journal: " + r.error());
   JournalEntry decided = e;
   decided.exclude = verdict.exclude;
@@ -353,7 +359,8 @@ std::expected<Carried, std::string> carry_out_requeue(const ExecutorServices& se
   // hooks on requeue follow it then, not after a requeue another node's healthd made).
   const auto* current = services.journal.find(e.id);
   const bool requeued = current != nullptr && current->step >= RequeueStep::annotate;
-  const std::string said = current != nullptr ? current->suspects : std::string();
+  const auto suspects = current != nullptr ? suspects_line(current->suspects, e.restart_count + 1) : std::nullopt;
+  const std::string said = suspects ? suspects->why : std::string();
   return Carried{.finished = *finished, .acted = requeued ? std::optional<Action>(Action::requeue) : std::nullopt, .admin_outcome = {}, .detail = said};
 }
 

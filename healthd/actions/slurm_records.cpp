@@ -98,6 +98,7 @@ JobInfo to_job_info(const slurm_job_info_t& job) {
   j.partition = text(job.partition);
   j.nodes = expand_hostlist(j.node_list);
   j.excluded = expand_hostlist(text(job.exc_nodes));
+  j.required = expand_hostlist(text(job.req_nodes));
   return j;
 }
 

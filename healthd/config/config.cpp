@@ -156,6 +156,9 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("stall_action", &PolicyConfig::stall_action, read_stall_action)
                                .field("step_rerun", &PolicyConfig::step_rerun, read_bool)
                                .field("suspect_max_share", &PolicyConfig::suspect_max_share, read_share)
+                               .field("lemon_suspicions", &PolicyConfig::lemon_suspicions, uint_in(0, 1000))
+                               .field("lemon_window_s", &PolicyConfig::lemon_window, seconds_in(60, 365L * 24 * 3600))
+                               .field("lemon_distinct_users", &PolicyConfig::lemon_distinct_users, read_bool)
                                .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }

@@ -59,6 +59,14 @@ struct PolicyConfig {
   // (policy/suspect_policy.hpp), at most this share of its nodes (at least one); more than that
   // pointing at themselves means the whole job stopped together, and no node is kept off it.
   double suspect_max_share = 0.25;
+  // The lemon node: named the suspect of this many stalls within lemon_window, by the jobs of as many
+  // different users (one user's own heartbeats must never get a node drained), the node is drained
+  // for the deep check ([cure] deep_check) even though its checks pass; without a deep check it
+  // stays drained for an admin. 0: never.
+  std::uint32_t lemon_suspicions = 3;
+  std::chrono::seconds lemon_window{7 * 24 * 3600};
+  // false: the jobs of one user count too (a cluster of one team's account).
+  bool lemon_distinct_users = true;
   // A fault under an auto-resume srun step of a batch job re-runs that step on the job's other nodes
   // (the faulty one leaves the allocation) when enough are left, instead of requeueing the job.
   bool step_rerun = true;

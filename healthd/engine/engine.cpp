@@ -376,6 +376,7 @@ void Engine::publish_status(bool changed) {
     responder_status_ = std::move(rs);
     health_.standing = responder_.standing();
     health_.pending_actions = responder_.pending_actions();
+    health_.suspicions = responder_.suspicions(std::chrono::system_clock::now());
     if (changed && on_status_) snapshot = health_;
   }
   if (snapshot) on_status_(*snapshot);

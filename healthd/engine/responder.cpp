@@ -10,6 +10,8 @@
 #include "policy/cure_plan.hpp"
 #include "policy/fault_policy.hpp"
 #include "policy/return_policy.hpp"
+#include "policy/suspect_policy.hpp"
+#include "state/atomic_file.hpp"
 #include "text/text.hpp"
 
 namespace ar::healthd {
@@ -313,10 +315,21 @@ void Responder::admin_clear(const std::string& code, std::size_t forgotten, std:
   }
 }
 
+std::size_t Responder::suspicions(WallTime now) const {
+  return policy::judge_lemon(journal_.suspicions(), policy_, now).counted;
+}
+
 nlohmann::json Responder::status() const {
   nlohmann::json j = {{"faulty", faulty_}, {"fault_code", fault_code_}, {"healthy_passes", healthy_passes_},
                       {"report_only", policy_.report_only},
                       {"pending_actions", journal_.pending().size()}, {"journal_written", journal_.durable()}};
+  if (const auto lemon = policy::judge_lemon(journal_.suspicions(), policy_, std::chrono::system_clock::now()); lemon.counted > 0) {
+    const auto& last = journal_.suspicions().back();
+    j["suspicions"] = {{"in_window", lemon.counted},
+                       {"lemon_at", policy_.lemon_suspicions},
+                       {"summary", lemon.why},
+                       {"last", {{"at_ms", to_epoch_ms(last.at)}, {"why", last.why}}}};
+  }
   if (const auto& own = journal_.own_drain())
     j["own_drain"] = {{"code", own->code}, {"reason", own->reason}, {"held", own->held}, {"reboot", own->reboot}};
   if (const auto& own = journal_.own_drain(); own && own->cure) {

@@ -130,6 +130,8 @@ class Responder {
 
   NodeStanding standing() const { return {faulty_, fault_code_, journal_.own_drain().has_value()}; }
   std::size_t pending_actions() const { return journal_.pending().size(); }
+  // The stalls this node was named the suspect of that count towards the lemon rule now.
+  std::size_t suspicions(WallTime now) const;
   nlohmann::json status() const;
 
   // Where notices go (vocabulary/notice.hpp): incidents here, what was carried out in the actions.

@@ -111,6 +111,11 @@ std::string format_status(const nlohmann::json& d, const RenderOptions& o) {
         line("cure", text_of(cure, "chain") + ": " + where + (last.empty() ? "" : "; last: " + last));
       }
     }
+    // Named the suspect of stalls (issue 34): how many count towards the lemon rule, and the last one's evidence.
+    if (const auto& sus = object_of(node, "suspicions"); !sus.empty())
+      line("suspected", fmt::format("{} of {} towards a deep check: {}; last: {}", int_of(sus, "in_window"),
+                                    int_of(sus, "lemon_at"), text_of(sus, "summary"), text_of(object_of(sus, "last"), "why")),
+           ValueKind::prose, Color::yellow);
     if (node.contains("drain_withheld")) line("withheld", text_of(node, "drain_withheld"));
     if (node.contains("admin_override")) line("override", text_of(node, "admin_override"));
     if (node.contains("slurm")) line("slurm", text_of(node, "slurm"));

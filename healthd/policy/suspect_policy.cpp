@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <set>
 
 namespace ar::healthd::policy {
 namespace {
@@ -32,6 +34,11 @@ SuspectVerdict judge_suspects(const SuspectFacts& f) {
     v.suspects.clear();
     return v;
   }
+  for (const auto& s : v.suspects)
+    if (has(f.required, s.node)) {
+      v.why = "suspect " + names(v.suspects) + " not kept off the job: it asks for " + s.node + " by name (--nodelist)";
+      return v;
+    }
   // The nodes left to run the job on, once the suspects are out.
   std::size_t fit = 0;
   for (const auto& n : f.node_table) {
@@ -48,6 +55,25 @@ SuspectVerdict judge_suspects(const SuspectFacts& f) {
   for (const auto& s : v.suspects)
     if (!has(v.exclude, s.node)) v.exclude.push_back(s.node);
   v.why = "suspect " + names(v.suspects) + " kept off the next attempt";
+  return v;
+}
+
+LemonVerdict judge_lemon(const std::vector<Suspicion>& suspicions, const PolicyConfig& policy, WallTime now) {
+  LemonVerdict v;
+  std::set<std::uint32_t> users;
+  std::string jobs;
+  for (const auto& s : suspicions) {
+    if (now - s.at > policy.lemon_window) continue;
+    if (policy.lemon_distinct_users && !users.insert(s.uid).second) continue;
+    ++v.counted;
+    jobs += (jobs.empty() ? "" : ", ") + std::to_string(s.job_id);
+  }
+  v.drain = policy.lemon_suspicions > 0 && v.counted >= policy.lemon_suspicions;
+  const auto days = std::chrono::duration_cast<std::chrono::hours>(policy.lemon_window).count() / 24.0;
+  char window[32];
+  std::snprintf(window, sizeof window, "%g", days);
+  v.why = "suspect of " + std::to_string(v.counted) + " stall(s) within " + window + " day(s)" +
+          (policy.lemon_distinct_users ? " in jobs of as many users" : "") + (jobs.empty() ? "" : " (jobs " + jobs + ")");
   return v;
 }
 

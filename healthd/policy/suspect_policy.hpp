@@ -9,6 +9,7 @@
 //   - no line: nothing points anywhere, a plain STALL requeue;
 //   - more nodes than `max_share` of the job's (at least one), or all of them: the job stopped
 //     together (a deadlock in the code, a shared filesystem): no node is named;
+//   - a node the job asks for by name (--nodelist) is named, never kept off (it could not run again);
 //   - the job must still fit: the nodes of its partition in service (not drained, not down) and not
 //     excluded already must number at least its own node count once the suspects are out, else
 //     they are reported and not excluded.
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "auto_resume/job_comment.hpp"
+#include "config/config.hpp"
+#include "state/journal.hpp"
 #include "vocabulary/slurm_facts.hpp"
 
 namespace ar::healthd::policy {
@@ -27,6 +30,7 @@ struct SuspectFacts {
   std::vector<EvidenceLine> evidence;     // the job's lines for the attempt that stalled
   std::vector<std::string> job_nodes;     // the nodes of that attempt
   std::vector<std::string> excluded;      // its ExcNodeList already (the user's --exclude, earlier suspects)
+  std::vector<std::string> required;      // its ReqNodeList (--nodelist): a node it asks for by name
   std::string partition;
   std::vector<NodeInfo> node_table;       // every node, for the nodes left to run the job on
   double max_share = 0.25;
@@ -39,5 +43,15 @@ struct SuspectVerdict {
 };
 
 SuspectVerdict judge_suspects(const SuspectFacts& facts);
+
+// The lemon rule, on this node's suspicions (the newest last): drained for the deep check when
+// [policy] lemon_suspicions of them fall within lemon_window of `now`, from the jobs of as many
+// different users (lemon_distinct_users). `why` says what counted.
+struct LemonVerdict {
+  bool drain = false;
+  std::size_t counted = 0;  // the suspicions in the window that count
+  std::string why;
+};
+LemonVerdict judge_lemon(const std::vector<Suspicion>& suspicions, const PolicyConfig& policy, WallTime now);
 
 }  // namespace ar::healthd::policy

@@ -128,6 +128,12 @@ std::expected<void, std::string> Journal::save() {
   for (const auto& t : fault_history_) history.push_back(to_epoch_ms(t));
   nlohmann::json j = {{"version", 1}, {"next_id", next_id_}, {"pending", entries}, {"requeued", requeued},
                       {"fault_history_ms", history}, {"signalled", signalled}};
+  if (!suspicions_.empty()) {
+    nlohmann::json s = nlohmann::json::array();
+    for (const auto& x : suspicions_)
+      s.push_back({{"at_ms", to_epoch_ms(x.at)}, {"job_id", x.job_id}, {"uid", x.uid}, {"why", x.why}});
+    j["suspicions"] = s;
+  }
   if (own_drain_)
     j["own_drain"] = {{"code", own_drain_->code}, {"reason", own_drain_->reason}, {"at_ms", to_epoch_ms(own_drain_->at)},
                       {"held", own_drain_->held}, {"reboot", own_drain_->reboot}};
@@ -222,6 +228,13 @@ std::expected<void, std::string> Journal::load() {
     fault_history_.clear();
     for (const auto& t : j.at("fault_history_ms")) fault_history_.push_back(json_fields::time_value(t, "fault_history_ms"));
     own_drain_ = own_drain_from_json(j);
+    suspicions_.clear();
+    if (j.contains("suspicions"))
+      for (const auto& s : json_fields::array(j, "suspicions")) {
+        if (suspicions_.size() == kMaxSuspicions) break;
+        suspicions_.push_back({json_fields::time_ms(s, "at_ms"), json_fields::integer<std::uint32_t>(s, "job_id"),
+                               json_fields::integer<std::uint32_t>(s, "uid"), s.at("why").get<std::string>()});
+      }
   } catch (const std::exception& e) {
     return std::unexpected(file_.string() + ": bad content: " + e.what());
   }

@@ -102,6 +102,16 @@ struct JournalEntry {
 // An entry of `kind` about fault `code` of `node`, due now (`now`): what every decider starts from.
 JournalEntry due_entry(Action kind, std::string node, std::string code, WallTime now);
 
+// This node named the suspect of a stalled job (policy/suspect_policy.hpp): kept across restarts, for
+// the lemon rule ([policy] lemon_suspicions within lemon_window_s) and for status and metrics.
+struct Suspicion {
+  WallTime at;
+  std::uint32_t job_id = 0;
+  std::uint32_t uid = 0;  // the job's owner: one user's jobs alone never make a lemon
+  std::string why;        // the node's own evidence, as it wrote it
+};
+inline constexpr std::size_t kMaxSuspicions = 64;
+
 // healthd's own drain of its node, remembered so that only its own drains are ever undone.
 struct OwnDrain {
   std::string code;
@@ -173,6 +183,9 @@ class Journal {
   std::optional<OwnDrain>& own_drain() { return own_drain_; }
   const std::optional<OwnDrain>& own_drain() const { return own_drain_; }
   std::vector<WallTime>& fault_history() { return fault_history_; }
+  // The stalls this node was named the suspect of (the newest kMaxSuspicions), oldest first.
+  std::vector<Suspicion>& suspicions() { return suspicions_; }
+  const std::vector<Suspicion>& suspicions() const { return suspicions_; }
 
  private:
   std::filesystem::path file_;
@@ -184,6 +197,7 @@ class Journal {
   std::set<std::pair<std::uint32_t, std::uint32_t>> signalled_;
   std::optional<OwnDrain> own_drain_;
   std::vector<WallTime> fault_history_;
+  std::vector<Suspicion> suspicions_;
 };
 
 }  // namespace ar::healthd

@@ -111,6 +111,10 @@ struct Metrics::Impl {
   Gauge& actions_pending =
       family_in<Gauge>(*registry, "healthd_actions_pending", "Journal entries (drain, requeue, resume, ...) not yet carried out.")
           .Add({});
+  Gauge& suspicions =
+      family_in<Gauge>(*registry, "healthd_suspicions",
+                       "Stalls this node was named the suspect of within [policy] lemon_window_s (the lemon rule counts them).")
+          .Add({});
   Gauge& last_sweep = family_in<Gauge>(*registry, "healthd_last_sweep_timestamp_seconds",
                                        "When the engine last finished a sweep of its checks (Unix time).")
                           .Add({});
@@ -214,6 +218,7 @@ void Metrics::Impl::observe_node(const NodeHealth& health) {
   if (standing.faulty && !standing.fault_code.empty()) node_fault_info.set({{"code", label_value(standing.fault_code)}}, 1);
   node_fault_info.end();
   actions_pending.Set(static_cast<double>(health.pending_actions));
+  suspicions.Set(static_cast<double>(health.suspicions));
 }
 
 void Metrics::Impl::observe_checks(const std::vector<CheckResult>& results) {

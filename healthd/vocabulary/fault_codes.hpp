@@ -11,6 +11,8 @@ inline constexpr const char* kAppFailure = "APP-FAILURE";
 inline constexpr const char* kStall = "STALL";
 // The annotate entry of a node whose own ranks the evidence of a stall points to (engine/rank_evidence.hpp).
 inline constexpr const char* kStallEvidence = "STALL-EVIDENCE";
+// The drain of a lemon node: named the suspect of too many stalls ([policy] lemon_suspicions).
+inline constexpr const char* kSuspectLemon = "SUSPECT-LEMON";
 // The start of every drain reason healthd writes: how its own drains are told from an admin's.
 inline constexpr const char* kReasonPrefix = "healthd:";
 

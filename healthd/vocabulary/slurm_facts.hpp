@@ -75,6 +75,7 @@ struct JobInfo {
   bool heterogeneous = false;  // a component of a heterogeneous job (sbatch's ':' or --het-group)
   std::string partition;      // where it runs (a running job has one)
   std::vector<std::string> nodes;  // node_list, expanded
+  std::vector<std::string> required;  // its ReqNodeList (--nodelist), expanded
   std::vector<std::string> excluded;  // its ExcNodeList (--exclude, and the suspects healthd kept off it), expanded
   // The state without its flags is PENDING: with COMPLETING, a requeued job whose last attempt is
   // still ending (its start_time is then the scheduler's expected start, not a run's).

@@ -97,6 +97,55 @@ inline std::vector<EvidenceLine> evidence_lines(const std::string& admin_comment
   return out;
 }
 
+// What the node acting on a stall decided of the suspects (policy/suspect_policy.hpp), read back by
+// the nodes named to keep their suspicion:
+//   auto-resume suspects: attempt 1: n2: suspect n2 kept off the next attempt
+//   auto-resume suspects: attempt 1: none: 2 of the job's 2 nodes show the same (n1,n2): ...
+struct SuspectsLine {
+  std::uint32_t attempt = 0;
+  std::vector<std::string> nodes;  // empty: none named
+  std::string why;
+};
+
+inline constexpr const char* kSuspectsPrefix = "auto-resume suspects: attempt ";
+
+inline std::string format_suspects_line(const SuspectsLine& s) {
+  std::string names;
+  for (const auto& n : s.nodes) names += (names.empty() ? "" : ",") + n;
+  return text::sanitize(std::string(kSuspectsPrefix) + std::to_string(s.attempt) + ": " + (names.empty() ? "none" : names) +
+                            ": " + s.why,
+                        kMaxCommentBytes);
+}
+
+// The suspects line of `attempt` in an admin comment, if there is one.
+inline std::optional<SuspectsLine> suspects_line(const std::string& admin_comment, std::uint32_t attempt) {
+  const std::string head = std::string(kSuspectsPrefix) + std::to_string(attempt) + ": ";
+  std::size_t pos = 0;
+  while (pos < admin_comment.size()) {
+    std::size_t end = admin_comment.find('\n', pos);
+    if (end == std::string::npos) end = admin_comment.size();
+    const std::string line = admin_comment.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind(head, 0) != 0) continue;
+    const std::size_t colon = line.find(": ", head.size());
+    if (colon == std::string::npos) return std::nullopt;
+    SuspectsLine s;
+    s.attempt = attempt;
+    s.why = line.substr(colon + 2);
+    const std::string names = line.substr(head.size(), colon - head.size());
+    if (names == "none") return s;
+    for (std::size_t p = 0; p <= names.size();) {
+      std::size_t comma = names.find(',', p);
+      if (comma == std::string::npos) comma = names.size();
+      if (comma == p) return std::nullopt;
+      s.nodes.push_back(names.substr(p, comma - p));
+      p = comma + 1;
+    }
+    return s;
+  }
+  return std::nullopt;
+}
+
 // `existing` with `our_line` in: the auto-resume line (if any) replaced by an attempt line; for an
 // evidence line, the same node's evidence and every evidence line of another attempt replaced.
 // Other lines (an admin's, another tool's) are kept. Every line of ours passes here: it is made one
@@ -104,7 +153,9 @@ inline std::vector<EvidenceLine> evidence_lines(const std::string& admin_comment
 inline std::string merge_admin_comment(const std::string& existing, const std::string& our_line) {
   const std::string ours = text::sanitize(our_line, kMaxCommentBytes);
   const auto evidence = parse_evidence_line(ours);
+  const bool suspects = ours.rfind(kSuspectsPrefix, 0) == 0;
   auto replaced = [&](const std::string& line) {
+    if (suspects) return line.rfind(kSuspectsPrefix, 0) == 0;
     if (!evidence) return line.rfind(kCommentPrefix, 0) == 0;
     const auto other = parse_evidence_line(line);
     return other && (other->node == evidence->node || other->attempt != evidence->attempt);

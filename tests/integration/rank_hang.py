@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """A training rank as tests/integration/suspect.bats needs it: one heartbeat file per rank
 ($AUTO_RESUME_HEARTBEAT_FILE, touched once per step), until the test names the hang in HANG_FILE:
-  "one NODE": the rank on NODE stops (blocked, no CPU: a driver call that never returns), and every
-              other rank waits for it in the collective, spinning as NCCL's ranks do;
+  "one NODE [J]": the rank on NODE stops (blocked, no CPU: a driver call that never returns), and
+              every other rank waits for it in the collective, spinning as NCCL's ranks do (after
+              up to J seconds more of steps, a random share of it: ranks that reach the collective
+              at different times; bench/suspect.sh);
   "all":      every rank stops together (a deadlock in the code): no CPU anywhere.
 Usage: rank_hang.py HANG_FILE [STEP_SECONDS]"""
 import os
+import random
 import sys
 import time
 
@@ -20,9 +23,14 @@ while True:
             hang = f.read().split()
     except FileNotFoundError:
         hang = []
-    if hang == ["all"] or hang == ["one", node]:
+    if hang == ["all"] or hang[:2] == ["one", node]:
         time.sleep(1e6)
     elif hang:
+        late = time.monotonic() + random.uniform(0, float(hang[2])) if len(hang) > 2 else 0
+        while time.monotonic() < late:  # a few more steps before it reaches the collective
+            with open(beat, "a"):
+                os.utime(beat)
+            time.sleep(step_s)
         while True:  # waiting for the stopped rank in the collective
             pass
     with open(beat, "a"):

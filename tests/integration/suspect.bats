@@ -16,7 +16,13 @@ setup() {
   RANK="${BATS_TEST_DIRNAME}/rank_hang.py"
 }
 
-teardown() { reset_cluster; }
+teardown() {
+  if [ -n "${OWN_CONFIG_NODE:-}" ]; then
+    wait_until 60 bash -c "! sinfo -h -n $OWN_CONFIG_NODE -o %T | grep -q drain" || scontrol update nodename="$OWN_CONFIG_NODE" state=resume
+    cluster restart-healthd "$OWN_CONFIG_NODE"  # the shared healthd.toml again
+  fi
+  reset_cluster
+}
 
 # The whole admin comment: healthd's lines after the first are printed by scontrol at the start of a line.
 admin_comment() { scontrol show job "$1" | awk 'on && /^   [A-Za-z]+=/ {exit} /^   AdminComment=/ {sub(/^   AdminComment=/, ""); on=1} on {print}'; }
@@ -76,4 +82,57 @@ submit_ranks() {
   run healthctl_on "$host" explain "$job"
   [[ "$output" == *"no node kept off"*"2 of the job's 2 nodes show the same"* ]]
   scancel "$job"
+}
+
+# NODE's healthd restarted with the lemon rule counting one user's jobs (the cluster's jobs are all
+# AR_USER's) and a deep check that passes (tests/integration/admin_check.sh with no verdict file).
+with_lemon_config() {
+  local config="$WORK/healthd-$1.toml"
+  sed -e "/^\[policy\]$/a lemon_suspicions = 3\nlemon_distinct_users = false" \
+      -e "/^\[cure\]$/a deep_check = [\"${BATS_TEST_DIRNAME}/admin_check.sh\", \"$WORK/no-verdict\"]" \
+      "${AR_CLUSTER_DIR}/etc/healthd.toml" >"$config"
+  chmod 0644 "$config"
+  OWN_CONFIG_NODE=$1
+  AR_HEALTHD_NODE_CONFIG="$config" cluster restart-healthd "$1"
+}
+# How many stalls NODE was named the suspect of (its status, whatever its checks say: healthctl's
+# exit status follows the node's verdict); empty while its healthd does not answer.
+suspicions_of() {
+  { healthctl_on "$1" status --json || true; } |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["health"]["node"].get("suspicions", {}).get("in_window", 0))' 2>/dev/null
+}
+answers() { [ -n "$(suspicions_of "$1")" ]; }
+suspected_or_drained() { [ "$(suspicions_of "$1")" = "$2" ] || node_drained "$1"; }
+
+@test "a node suspected three times is drained for a deep check that passes it back" {
+  local job have i
+  with_lemon_config n3
+  wait_until 30 answers n3
+  # Suspicions of earlier tests of this file count too (they are kept): only the ones missing are made.
+  have=$(suspicions_of n3)
+  [ "$have" -lt 3 ]
+  for i in $(seq $((have + 1)) 3); do
+    rm -f "$WORK/hang"
+    # n3 by name: it stays the job's node (named, never kept off), and keeps the suspicion.
+    job=$(submit -N2 -w n1,n3 -o "$WORK/job.out" --open-mode=append --auto-resume=1 \
+      --auto-resume-heartbeat-dir="$WORK/beats" --auto-resume-stall=4,30 \
+      --wrap "srun -N2 --ntasks-per-node=1 python3 $RANK $WORK/hang")
+    wait_until 60 job_running_attempt "$job" 0
+    sleep 3
+    echo "one n3" >"$WORK/hang"
+    wait_until 90 bash -c "[ \"\$(scontrol show job $job -o | grep -o ' Restarts=[0-9]*' | cut -d= -f2)\" = 1 ]"
+    [[ "$(admin_comment "$job")" == *"auto-resume suspects: attempt 1: n3: suspect n3 not kept off the job: it asks for n3 by name"* ]]
+    scancel "$job"
+    wait_until 60 suspected_or_drained n3 "$i"
+    if [ "$i" -lt 3 ]; then ! node_drained n3; fi
+  done
+  wait_until 60 node_drained n3
+  echo "n3: $(node_reason n3)" >&3
+  [[ "$(node_reason n3)" == "healthd: SUSPECT-LEMON: suspect of 3 stall(s) within 7 day(s)"*"drained for the deep check" ]]
+  # No job on it: the deep check runs, passes, and the next healthy sweeps return the node.
+  wait_until 90 node_idle n3
+  run healthctl_on n3 events
+  echo "$output" >&3
+  [[ "$output" == *"deep check passed on n3"* ]]
+  [ "$(suspicions_of n3)" = 0 ]
 }

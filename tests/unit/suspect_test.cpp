@@ -209,6 +209,15 @@ TEST(SuspectPolicy, OnlyNodesOfTheJobCountOnceEach) {
   EXPECT_EQ(v.exclude, std::vector<std::string>{"n2"});
 }
 
+TEST(SuspectPolicy, ANodeTheJobAsksForByNameIsNamedButNeverKeptOff) {
+  auto f = facts({"n2"});
+  f.required = {"n1", "n2"};
+  auto v = policy::judge_suspects(f);
+  EXPECT_TRUE(v.exclude.empty());
+  ASSERT_EQ(v.suspects.size(), 1u) << "still the suspect: its node keeps the suspicion";
+  EXPECT_EQ(v.why, "suspect n2 not kept off the job: it asks for n2 by name (--nodelist)");
+}
+
 TEST(SuspectPolicy, NeverLeavesTheJobUnableToRun) {
   auto f = facts({"n2"}, 4, 4);  // a job of 4 nodes on a partition of 4
   auto v = policy::judge_suspects(f);
@@ -253,6 +262,7 @@ struct TwoNodes {
   TwoNodes() {
     policy.check_interval = 1s;
     policy.check_deadline = 2s;
+    policy.max_resumes = 100;  // one job stands for the several jobs of the lemon tests
     for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.nodes[n] = NodeInfo{n, "IDLE", "", {"debug"}};
     slurm.jobs[7] = JobInfo{7, "RUNNING", "", 0, "n[1-2]", ""};
     slurm.jobs[7].nodes = {"n1", "n2"};
@@ -372,4 +382,94 @@ TEST(TaskStarts, KeptPerStepAcrossARestartBoundedAndOnlyForTheRunningAttempt) {
   EXPECT_TRUE(job.heartbeat && job.heartbeat->per_rank);
   r.step_started({5, 0, "n1", 1000, true, 1, std::nullopt, std::nullopt}, now);
   EXPECT_TRUE(r.jobs().at(5).running_tasks().empty()) << "the next attempt's tasks are its own";
+}
+
+TEST(SuspectsLine, RoundTripAndOneLineKept) {
+  const std::string line = ar::format_suspects_line({1, {"n2", "n3"}, "suspect n2,n3 kept off the next attempt"});
+  EXPECT_EQ(line, "auto-resume suspects: attempt 1: n2,n3: suspect n2,n3 kept off the next attempt");
+  std::string comment = ar::merge_admin_comment("auto-resume: attempt 1 ended: STALL on n1: x", line);
+  comment = ar::merge_admin_comment(comment, ar::format_suspects_line({2, {}, "no node's evidence points anywhere"}));
+  EXPECT_FALSE(ar::suspects_line(comment, 1)) << "the next attempt's line replaces the last one's: " << comment;
+  auto two = ar::suspects_line(comment, 2);
+  ASSERT_TRUE(two);
+  EXPECT_TRUE(two->nodes.empty());
+  EXPECT_EQ(ar::auto_resume_line(comment), "auto-resume: attempt 1 ended: STALL on n1: x");
+  auto back = ar::suspects_line(line, 1);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->nodes, (std::vector<std::string>{"n2", "n3"}));
+  EXPECT_FALSE(ar::suspects_line("auto-resume suspects: attempt 1: n2,,n3: x", 1));
+}
+
+namespace {
+
+Suspicion suspicion(WallTime at, std::uint32_t job, std::uint32_t uid) { return {at, job, uid, "rank 1: CPU time did not move"}; }
+
+}  // namespace
+
+TEST(LemonPolicy, ThreeSuspicionsInTheWindowFromThreeUsersDrainTwoOrOneUserDoNot) {
+  PolicyConfig p;
+  const WallTime now = WallTime(std::chrono::seconds(1'800'000'000));
+  std::vector<Suspicion> s{suspicion(now - 48h, 1, 1001), suspicion(now - 24h, 2, 1002)};
+  EXPECT_FALSE(policy::judge_lemon(s, p, now).drain);
+  s.push_back(suspicion(now, 3, 1001));
+  auto same_user = policy::judge_lemon(s, p, now);
+  EXPECT_FALSE(same_user.drain) << "one user's jobs count once: " << same_user.why;
+  EXPECT_EQ(same_user.counted, 2u);
+  s.push_back(suspicion(now, 4, 1003));
+  auto lemon = policy::judge_lemon(s, p, now);
+  EXPECT_TRUE(lemon.drain);
+  EXPECT_EQ(lemon.why, "suspect of 3 stall(s) within 7 day(s) in jobs of as many users (jobs 1, 2, 4)");
+  EXPECT_FALSE(policy::judge_lemon(s, p, now + 24h * 6 + 1h).drain) << "the two oldest left the window";
+  p.lemon_distinct_users = false;
+  EXPECT_TRUE(policy::judge_lemon({suspicion(now, 1, 7), suspicion(now, 2, 7), suspicion(now, 3, 7)}, p, now).drain);
+  p.lemon_suspicions = 0;
+  EXPECT_FALSE(policy::judge_lemon(s, p, now).drain) << "0: never";
+}
+
+namespace {
+
+// The stalled rank's node (n2) at the end of one incident of TwoNodes: how its own daemon kept it.
+void stall_on_n2(TwoNodes& c, std::uint32_t uid) {
+  c.slurm.jobs[7].user_id = uid;
+  for (int i = 0; i < 5; ++i) c.second(true, true, true);
+  const auto requeues = c.slurm.count("requeue 7");
+  for (int i = 0; i < 40 && c.slurm.count("requeue 7") == requeues; ++i) c.second(false, true, false);
+  ASSERT_EQ(c.slurm.count("requeue 7"), requeues + 1) << ::testing::PrintToString(c.slurm.calls);
+  for (int i = 0; i < 5; ++i) c.second(true, true, true);  // running again (here, for the test's sake)
+}
+
+}  // namespace
+
+TEST(Suspects, TheNodeNamedKeepsItsSuspicionAcrossARestartAndShowsItInItsStatus) {
+  TwoNodes c;
+  stall_on_n2(c, 1001);
+  ASSERT_EQ(c.n2->journal.suspicions().size(), 1u);
+  EXPECT_EQ(c.n2->journal.suspicions()[0].job_id, 7u);
+  EXPECT_EQ(c.n2->journal.suspicions()[0].uid, 1001u);
+  EXPECT_TRUE(c.n1->journal.suspicions().empty()) << "n1 was not named";
+  EXPECT_TRUE(c.n2->timeline.has_event(7, "suspected"));
+  Journal reloaded(c.dir / "n2-journal.json");
+  ASSERT_TRUE(reloaded.load());
+  ASSERT_EQ(reloaded.suspicions().size(), 1u);
+  EXPECT_EQ(reloaded.suspicions()[0].why.rfind("rank 1: CPU time did not move", 0), 0u) << reloaded.suspicions()[0].why;
+  const auto status = c.n2->responder->status();
+  ASSERT_TRUE(status.contains("suspicions")) << status.dump();
+  EXPECT_EQ(status["suspicions"]["in_window"], 1);
+  EXPECT_EQ(c.n2->responder->suspicions(c.now), 1u);
+  EXPECT_FALSE(c.n1->responder->status().contains("suspicions"));
+}
+
+TEST(Suspects, ALemonSuspectedInThreeUsersJobsIsDrainedForTheDeepCheckHeldWithoutOne) {
+  TwoNodes c;
+  for (std::uint32_t uid : {1001u, 1001u}) stall_on_n2(c, uid);
+  EXPECT_EQ(c.slurm.count("drain n2"), 0) << "one user's jobs alone never make a lemon";
+  for (std::uint32_t uid : {1002u, 1003u}) stall_on_n2(c, uid);
+  for (int i = 0; i < 3; ++i) c.second(true, true, true);
+  EXPECT_EQ(c.slurm.count("drain n2"), 1);
+  EXPECT_NE(c.slurm.nodes["n2"].reason.find("healthd: SUSPECT-LEMON: suspect of 3 stall(s) within 7 day(s) in jobs of as many users"),
+            std::string::npos) << c.slurm.nodes["n2"].reason;
+  EXPECT_NE(c.slurm.nodes["n2"].reason.find("no deep check set: held for an admin"), std::string::npos);
+  EXPECT_TRUE(c.n2->journal.suspicions().empty()) << "they led to the drain";
+  ASSERT_TRUE(c.n2->journal.own_drain());
+  EXPECT_TRUE(c.n2->journal.own_drain()->held);
 }
