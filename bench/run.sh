@@ -3,7 +3,7 @@
 # measured in the same run and the target it is held to. Builds the release preset first if needed.
 #
 # usage: bench/run.sh [options]
-#   --only LIST          comma-separated subset of: recovery,step_rerun,slurm,plugin,checks,footprint,protocol,scale
+#   --only LIST          comma-separated subset of: recovery,step_rerun,slurm,plugin,checks,footprint,protocol,scale,suspect
 #                        (default: all but scale, which starts clusters of 8 to 64 nodes and takes ~25 min; see
 #                        bench/scale.sh for its own settings, BENCH_NODES among them)
 #   --runs N             recovery runs per variant and scheduler setting (default 10)
@@ -64,11 +64,11 @@ export BENCH_RESULTS
 BENCH_RESULTS=$(mktemp /tmp/ar-bench-results.XXXXXX)
 started=$(date -u +%FT%TZ)
 failed=()
-declare -A script=([recovery]=recovery.sh [step_rerun]=step_rerun.sh [slurm]=slurm_calls.sh [plugin]=plugin_cost.sh [checks]=check_cost.sh [footprint]=footprint.sh [protocol]=protocol.sh [scale]=scale.sh)
-declare -A workdir=([recovery]=rec [step_rerun]=sr [slurm]=calls [plugin]=plug [checks]=checks [footprint]=foot [protocol]=proto [scale]=scale)
+declare -A script=([suspect]=suspect.sh [recovery]=recovery.sh [step_rerun]=step_rerun.sh [slurm]=slurm_calls.sh [plugin]=plugin_cost.sh [checks]=check_cost.sh [footprint]=footprint.sh [protocol]=protocol.sh [scale]=scale.sh)
+declare -A workdir=([suspect]=sus [recovery]=rec [step_rerun]=sr [slurm]=calls [plugin]=plug [checks]=checks [footprint]=foot [protocol]=proto [scale]=scale)
 IFS=, read -r -a picked <<<"$only"
 for b in "${picked[@]}"; do
-  [ -n "${script[$b]:-}" ] || bench_die "unknown benchmark '$b' (recovery,step_rerun,slurm,plugin,checks,footprint,protocol,scale)"
+  [ -n "${script[$b]:-}" ] || bench_die "unknown benchmark '$b' (recovery,step_rerun,slurm,plugin,checks,footprint,protocol,scale,suspect)"
 done
 for b in "${picked[@]}"; do
   bench_say "benchmark: $b (bench/${script[$b]})"

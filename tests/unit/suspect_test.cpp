@@ -354,16 +354,20 @@ TEST(Suspects, ABusyJobWhoseRanksAllSpinNamesNoOne) {
 
 TEST(Suspects, TheDecisionIsSavedBeforeTheRequeueAndCarriedOutAfterARestart) {
   TwoNodes c;
-  c.slurm.completing_reads = 3;
+  c.slurm.completing_reads = 1000;  // the requeued job stays COMPLETING: the release waits
   for (int i = 0; i < 5; ++i) c.second(true, true, true);
   for (int i = 0; i < 40 && c.slurm.count("requeue 7") == 0; ++i) c.second(false, true, false);
   ASSERT_EQ(c.slurm.count("requeue 7"), 1);
-  Journal reloaded(c.dir / "n1-journal.json");
-  ASSERT_TRUE(reloaded.load());
-  bool saved = false;
-  for (const auto& e : reloaded.pending())
-    if (e.kind == Action::requeue) saved = e.exclude == std::vector<std::string>{"n2"} && !e.suspects.empty();
-  EXPECT_TRUE(saved || c.slurm.count("exclude 7 n2") == 1);
+  EXPECT_EQ(c.slurm.count("exclude 7 n2"), 0) << "not before the job is pending";
+  // n1's healthd restarts here: its journal holds the decision, and the evidence is not read again.
+  c.slurm.jobs[7].admin_comment = "auto-resume: attempt 1 ended: STALL on n1: x";
+  c.n1->journal = Journal(c.dir / "n1-journal.json");
+  ASSERT_TRUE(c.n1->journal.load());
+  c.n1->responder = std::make_unique<Responder>("n1", c.policy, c.slurm, c.n1->journal, c.n1->timeline);
+  c.slurm.completing_left[7] = 1;
+  for (int i = 0; i < 3; ++i) c.second(false, true, false);
+  EXPECT_EQ(c.slurm.count("exclude 7 n2"), 1);
+  EXPECT_EQ(c.slurm.jobs[7].excluded, std::vector<std::string>{"n2"});
 }
 
 TEST(TaskStarts, KeptPerStepAcrossARestartBoundedAndOnlyForTheRunningAttempt) {
