@@ -192,8 +192,10 @@ std::expected<bool, std::string> requeue_annotate(const ExecutorServices& servic
   const auto suspects = suspects_line(e.suspects, e.restart_count + 1);
   const std::string message = suspects ? suspects->why + "; " + e.reason : e.reason;
   std::string line = format_attempt_comment({e.restart_count + reruns + 1, e.code, services.node, message, std::nullopt, 0, reruns});
-  const std::string current = suspects ? merge_admin_comment(job->admin_comment, e.suspects) : job->admin_comment;
-  if (auto c = annotate_job(services.slurm, e.job_id, line, current); !c) return std::unexpected(c.error());
+  // The attempt line first, then the suspects line (one update).
+  auto c = suspects ? annotate_job(services.slurm, e.job_id, e.suspects, merge_admin_comment(job->admin_comment, line))
+                    : annotate_job(services.slurm, e.job_id, line, job->admin_comment);
+  if (!c) return std::unexpected(c.error());
   return next_step(services, e, RequeueStep::release, now);
 }
 
@@ -254,11 +256,12 @@ std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices&
   facts.required = job.required;
   facts.partition = job.partition;
   facts.max_share = services.policy.suspect_max_share;
-  if (!facts.evidence.empty()) {
-    auto table = services.slurm.node_table();
-    if (!table) return std::unexpected(table.error().message);
-    facts.node_table = std::move(*table);
-  }
+  // No node wrote any: a job with one heartbeat, or one whose every rank was busy. A plain STALL, as
+  // before per-rank heartbeats, with nothing more said.
+  if (facts.evidence.empty()) return e;
+  auto table = services.slurm.node_table();
+  if (!table) return std::unexpected(table.error().message);
+  facts.node_table = std::move(*table);
   const auto verdict = policy::judge_suspects(facts);
   for (const auto& s : verdict.suspects)
     services.timeline.record(e.job_id, {now, services.node, "suspect " + s.node, s.text});

@@ -85,7 +85,7 @@ configure_and_build() {
 ctest_in() { ctest --test-dir "$build" --output-on-failure --timeout 1800 "$@"; }
 slurm_and_docs_tests() { ctest_in -j2 -R '^slurm\.' && ctest_in -j2 -L '^docs$'; }
 
-cluster_suites='foundation|auto_resume|step_rerun|stall|ordinary_user|slurm_api'
+cluster_suites='foundation|auto_resume|step_rerun|stall|suspect|ordinary_user|slurm_api'
 step "build ($(gcc -dumpfullversion 2>/dev/null | sed 's/^/gcc /'), Slurm $(dpkg-query -W -f='${Version}' libslurm-dev))" \
   configure_and_build
 if [ "${AR_SERIES_UNIT:-0}" = 1 ]; then

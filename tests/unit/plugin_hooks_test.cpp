@@ -120,6 +120,16 @@ TEST(PluginHooks, ABatchStepTellsHealthdItsWholeLifeAndItsTaskTheFirstAttempt) {
   EXPECT_EQ(errors(), "");
 }
 
+// A step of an auto-resume job with --auto-resume-heartbeat-dir=/fsx/beats, up to its task's exec.
+static void start_per_rank_task(const RunningDaemon& d) {
+  ASSERT_EQ(init(plugstack(d)), 0);
+  ASSERT_EQ(fake_spank().give_option(ar::plugin::kOptionName, "1", true), 0);
+  ASSERT_EQ(fake_spank().give_option(ar::plugin::kHeartbeatDirOptionName, "/fsx/beats", true), 0);
+  ASSERT_EQ(slurm_spank_init_post_opt(handle(), 0, nullptr), 0);
+  ASSERT_EQ(slurm_spank_task_post_fork(handle(), 0, nullptr), 0);
+  ASSERT_EQ(slurm_spank_task_init(handle(), 0, nullptr), 0);
+}
+
 // --auto-resume-heartbeat-dir (issue 34): each task of an srun step gets its own file by its global
 // rank, and slurmstepd tells healthd which process runs it; the batch script gets neither.
 TEST(PluginHooks, PerRankHeartbeatsGiveEachTaskItsFileAndTellHealthdItsProcess) {
@@ -127,12 +137,7 @@ TEST(PluginHooks, PerRankHeartbeatsGiveEachTaskItsFileAndTellHealthdItsProcess) 
   ar::test::reset_fake_spank(slurmstepd(0, record(0)));
   fake_spank().items[S_TASK_GLOBAL_ID] = 5;
   fake_spank().items[S_TASK_PID] = 4242;
-  ASSERT_EQ(init(plugstack(d)), 0);
-  ASSERT_EQ(fake_spank().give_option(ar::plugin::kOptionName, "1", true), 0);
-  ASSERT_EQ(fake_spank().give_option(ar::plugin::kHeartbeatDirOptionName, "/fsx/beats", true), 0);
-  ASSERT_EQ(slurm_spank_init_post_opt(handle(), 0, nullptr), 0);
-  ASSERT_EQ(slurm_spank_task_post_fork(handle(), 0, nullptr), 0);
-  ASSERT_EQ(slurm_spank_task_init(handle(), 0, nullptr), 0);
+  start_per_rank_task(d);
   EXPECT_EQ(fake_spank().env_value("AUTO_RESUME_HEARTBEAT_FILE"), "/fsx/beats/rank-5");
   auto job = recorded(d);
   ASSERT_TRUE(job);
@@ -145,12 +150,7 @@ TEST(PluginHooks, PerRankHeartbeatsGiveEachTaskItsFileAndTellHealthdItsProcess) 
 
   ar::test::reset_fake_spank(slurmstepd(proto::kBatchStep, record(0)));
   fake_spank().items[S_TASK_PID] = 4243;
-  ASSERT_EQ(init(plugstack(d)), 0);
-  ASSERT_EQ(fake_spank().give_option(ar::plugin::kOptionName, "1", true), 0);
-  ASSERT_EQ(fake_spank().give_option(ar::plugin::kHeartbeatDirOptionName, "/fsx/beats", true), 0);
-  ASSERT_EQ(slurm_spank_init_post_opt(handle(), 0, nullptr), 0);
-  ASSERT_EQ(slurm_spank_task_post_fork(handle(), 0, nullptr), 0);
-  ASSERT_EQ(slurm_spank_task_init(handle(), 0, nullptr), 0);
+  start_per_rank_task(d);
   EXPECT_FALSE(fake_spank().env_value("AUTO_RESUME_HEARTBEAT_FILE")) << "the batch script is no rank";
   EXPECT_TRUE(recorded(d)->steps.at({0, proto::kBatchStep}).tasks.empty());
 }

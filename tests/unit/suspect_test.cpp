@@ -347,8 +347,10 @@ TEST(Suspects, ABusyJobWhoseRanksAllSpinNamesNoOne) {
   for (int i = 0; i < 5; ++i) c.second(true, true, true);
   for (int i = 0; i < 40 && c.slurm.count("requeue 7") == 0; ++i) c.second(false, true, true);
   ASSERT_EQ(c.slurm.count("requeue 7"), 1);
-  EXPECT_TRUE(ar::evidence_lines(c.slurm.jobs[7].admin_comment, 1).empty());
-  EXPECT_NE(c.slurm.jobs[7].admin_comment.find("no node's evidence points anywhere"), std::string::npos);
+  const auto& comment = c.slurm.jobs[7].admin_comment;
+  EXPECT_TRUE(ar::evidence_lines(comment, 1).empty());
+  EXPECT_FALSE(ar::suspects_line(comment, 1)) << "a plain STALL, nothing more said: " << comment;
+  EXPECT_EQ(comment.rfind("auto-resume: attempt 1 ended: STALL on n1: heartbeat /beats has not moved", 0), 0u) << comment;
   EXPECT_TRUE(c.slurm.jobs[7].excluded.empty());
 }
 
