@@ -12,6 +12,7 @@
 #include "policy/requeue_policy.hpp"
 #include "policy/suspect_policy.hpp"
 #include "text/text.hpp"
+#include "vocabulary/fault_codes.hpp"
 
 namespace ar::healthd {
 namespace {
