@@ -77,7 +77,7 @@ void keep_suspicion(const ExecutorServices& services, const JournalEntry& e, con
 // at about the same moment, each a read and a whole-field write of the admin comment, so one may
 // overwrite another's line: each reads the comment back, and writes again (after a wait that differs
 // from node to node) until its line is there. A comment that holds more evidence lines than could
-// ever name suspects (more than half the job's nodes) has said enough: no more is written. Once its
+// ever name suspects (policy::most_suspects) has said enough: no more is written. Once its
 // line is there, the node waits for the attempt to end and reads whether it was named the suspect.
 std::expected<Carried, std::string> carry_out_evidence(const ExecutorServices& services, const JournalEntry& e,
                                                        const EvidenceLine& ours, WallTime now) {
@@ -90,7 +90,8 @@ std::expected<Carried, std::string> carry_out_evidence(const ExecutorServices& s
   const bool landed = std::any_of(lines.begin(), lines.end(), [&](const EvidenceLine& l) { return l.node == ours.node; });
   if (job->restart_count == e.restart_count && job->state == "RUNNING") {
     if (!landed) {
-      if (e.waits >= kEvidenceTries || lines.size() > job->nodes.size() / 2) return Carried{};
+      if (e.waits >= kEvidenceTries || lines.size() > policy::most_suspects(job->nodes.size(), services.policy.suspect_max_share))
+        return Carried{};
       if (auto c = annotate_job(services.slurm, e.job_id, e.reason, job->admin_comment); !c) return std::unexpected(c.error());
       const auto spread = std::chrono::milliseconds(100 + 37 * static_cast<long>(std::hash<std::string>{}(services.node) % 11));
       services.journal.wait_until(e.id, now + spread, "reading back the stall evidence of job " + std::to_string(e.job_id));

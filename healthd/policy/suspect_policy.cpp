@@ -16,6 +16,10 @@ std::string names(const std::vector<EvidenceLine>& lines) {
 
 }  // namespace
 
+std::size_t most_suspects(std::size_t job_nodes, double max_share) {
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::floor(max_share * static_cast<double>(job_nodes))));
+}
+
 SuspectVerdict judge_suspects(const SuspectFacts& f) {
   SuspectVerdict v;
   for (const auto& e : f.evidence)
@@ -27,7 +31,7 @@ SuspectVerdict judge_suspects(const SuspectFacts& f) {
     v.why = "no node's evidence points anywhere: no suspect";
     return v;
   }
-  const auto most = std::max<std::size_t>(1, static_cast<std::size_t>(std::floor(f.max_share * static_cast<double>(nodes))));
+  const auto most = most_suspects(nodes, f.max_share);
   if (v.suspects.size() >= nodes || v.suspects.size() > most) {
     v.why = std::to_string(v.suspects.size()) + " of the job's " + std::to_string(nodes) +
             " nodes show the same (" + names(v.suspects) + "): the job stopped together; no node is kept off it";

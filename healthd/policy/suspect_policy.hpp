@@ -44,6 +44,11 @@ struct SuspectVerdict {
 
 SuspectVerdict judge_suspects(const SuspectFacts& facts);
 
+// The most nodes of a job of `job_nodes` that may be named (`max_share` of them, at least one). Once
+// more evidence lines than that are in the comment, the decision is "stopped together" whatever the
+// others write: they need not write.
+std::size_t most_suspects(std::size_t job_nodes, double max_share);
+
 // The lemon rule, on this node's suspicions (the newest last): drained for the deep check when
 // [policy] lemon_suspicions of them fall within lemon_window of `now`, from the jobs of as many
 // different users (lemon_distinct_users). `why` says what counted.

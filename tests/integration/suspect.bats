@@ -27,6 +27,8 @@ teardown() {
 # The whole admin comment: healthd's lines after the first are printed by scontrol at the start of a line.
 admin_comment() { scontrol show job "$1" | awk 'on && /^   [A-Za-z]+=/ {exit} /^   AdminComment=/ {sub(/^   AdminComment=/, ""); on=1} on {print}'; }
 job_excluded() { scontrol show job "$1" -o | grep -o ' ExcNodeList=[^ ]*' | cut -d= -f2; }
+# Both ranks have beaten (each writes its own file at its first step; either may come first).
+ranks_beating() { [ -e "$WORK/beats/rank-0" ] && [ -e "$WORK/beats/rank-1" ]; }
 # The job's node that does not run its batch script.
 other_node() { job_nodes "$1" | grep -vx "$(batch_node "$1")" | head -1; }
 submit_ranks() {
@@ -38,8 +40,7 @@ submit_ranks() {
   local job host victim
   job=$(submit_ranks)
   wait_until 60 job_running_attempt "$job" 0
-  wait_until 30 test -e "$WORK/beats/rank-1"
-  [ -e "$WORK/beats/rank-0" ]
+  wait_until 30 ranks_beating
   sleep 3  # beating for a while: past the first beat, the stall time (4 s) counts
   host=$(batch_node "$job")
   victim=$(other_node "$job")
@@ -71,7 +72,7 @@ submit_ranks() {
   local job host
   job=$(submit_ranks)
   wait_until 60 job_running_attempt "$job" 0
-  wait_until 30 test -e "$WORK/beats/rank-1"
+  wait_until 30 ranks_beating
   sleep 3
   host=$(batch_node "$job")
   echo all >"$WORK/hang"

@@ -23,6 +23,10 @@ using namespace ar::healthd;
 using namespace ar::healthd::test;
 using namespace std::chrono_literals;
 
+// Named, so that a unity batch holding this file beside another test's (stall_watch_test's t0 and f0)
+// never sees two definitions of one name.
+namespace suspect_test {
+
 namespace {
 
 const FileTime f0 = FileTime(std::chrono::seconds(1'800'000'000));
@@ -201,6 +205,13 @@ TEST(SuspectPolicy, NothingPointingOrEveryNodeOrMoreThanTheShareNamesNoOne) {
   EXPECT_TRUE(policy::judge_suspects(facts({"n1", "n2"}, 4)).exclude.empty()) << "2 of 4 is more than a quarter";
   auto eight = facts({"n1", "n2"}, 8, 16);
   EXPECT_EQ(policy::judge_suspects(eight).exclude.size(), 2u) << "2 of 8 is a quarter";
+}
+
+TEST(SuspectPolicy, TheMostNamedIsTheShareOfTheJobsNodesAtLeastOne) {
+  EXPECT_EQ(policy::most_suspects(2, 0.25), 1u);
+  EXPECT_EQ(policy::most_suspects(8, 0.25), 2u);
+  EXPECT_EQ(policy::most_suspects(4, 0.9), 3u);
+  EXPECT_EQ(policy::most_suspects(0, 0.25), 1u);
 }
 
 TEST(SuspectPolicy, OnlyNodesOfTheJobCountOnceEach) {
@@ -479,3 +490,5 @@ TEST(Suspects, ALemonSuspectedInThreeUsersJobsIsDrainedForTheDeepCheckHeldWithou
   ASSERT_TRUE(c.n2->journal.own_drain());
   EXPECT_TRUE(c.n2->journal.own_drain()->held);
 }
+
+}  // namespace suspect_test
