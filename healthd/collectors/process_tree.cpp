@@ -1,44 +1,16 @@
 #include "collectors/process_tree.hpp"
 
+#include "runtime/proc_stat.hpp"
+
 #include <unistd.h>
 
-#include <charconv>
 #include <fstream>
-#include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <system_error>
 
 namespace ar::healthd {
 namespace {
-
-struct ProcStat {
-  char state = '?';
-  std::uint64_t utime = 0, stime = 0, start = 0;
-};
-
-// /proc/PID/stat: "pid (comm) state ppid ...". The command name may hold spaces and parentheses (a
-// user names their program), so the fields are counted from the last ')'.
-std::optional<ProcStat> read_stat(const std::filesystem::path& proc_root, std::uint32_t pid) {
-  std::ifstream in(proc_root / std::to_string(pid) / "stat");
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  const auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return std::nullopt;
-  std::istringstream fields(line.substr(close + 2));
-  std::vector<std::string> f;
-  std::string word;
-  while (f.size() < 20 && fields >> word) f.push_back(word);
-  // After ')': field 3 is f[0] (state), 14 utime is f[11], 15 stime f[12], 22 starttime f[19].
-  if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
-  auto number = [](const std::string& s) {
-    std::uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    return ec == std::errc() && p == s.data() + s.size() ? v : 0;
-  };
-  return ProcStat{f[0][0], number(f[11]), number(f[12]), number(f[19])};
-}
 
 // The children of every thread of `pid` (a child forked by a thread is listed under that thread).
 std::vector<std::uint32_t> children_of(const std::filesystem::path& proc_root, std::uint32_t pid) {
@@ -59,7 +31,7 @@ std::vector<std::uint32_t> children_of(const std::filesystem::path& proc_root, s
 ProcessTreeSample sample_process_tree(const std::filesystem::path& proc_root, std::uint32_t pid,
                                       std::uint64_t expected_start, std::size_t max_processes) {
   ProcessTreeSample s;
-  const auto root = read_stat(proc_root, pid);
+  const auto root = read_proc_stat(proc_root, pid);
   if (!root || (expected_start != 0 && root->start != expected_start)) return s;
   s.found = true;
   s.start_ticks = root->start;
@@ -74,7 +46,7 @@ ProcessTreeSample sample_process_tree(const std::filesystem::path& proc_root, st
     const auto p = todo.back();
     todo.pop_back();
     if (!seen.insert(p).second) continue;
-    const auto st = p == pid ? root : read_stat(proc_root, p);
+    const auto st = p == pid ? root : read_proc_stat(proc_root, p);
     if (!st) continue;  // ended since it was listed
     ++s.processes;
     cpu_ticks += st->utime + st->stime;

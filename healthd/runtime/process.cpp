@@ -1,5 +1,6 @@
 #include "runtime/process.hpp"
 
+#include "runtime/proc_stat.hpp"
 #include "text/text.hpp"
 
 #include <algorithm>
@@ -71,16 +72,9 @@ struct ProcInfo {
 };
 
 std::optional<ProcInfo> read_stat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return std::nullopt;
-  // "pid (comm) S ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(line.substr(close + 1));
-  ProcInfo info;
-  if (!(rest >> info.state >> info.ppid)) return std::nullopt;
-  return info;
+  const auto st = read_proc_stat("/proc", static_cast<std::uint32_t>(pid));
+  if (!st) return std::nullopt;
+  return ProcInfo{static_cast<pid_t>(st->ppid), st->state};
 }
 
 std::map<pid_t, ProcInfo> process_table() {
