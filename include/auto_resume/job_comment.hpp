@@ -44,6 +44,28 @@ inline std::string format_attempt_comment(const AttemptEnd& e) {
   return text::sanitize(c, kMaxCommentBytes);
 }
 
+namespace detail {
+inline std::optional<std::uint32_t> parse_u32(const std::string& s) {
+  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const unsigned long long v = std::stoull(s);
+  if (v > 0xffffffffULL) return std::nullopt;
+  return static_cast<std::uint32_t>(v);
+}
+
+// The lines of an admin comment, in order (Slurm keeps it as one string).
+inline std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+}  // namespace detail
+
 inline constexpr const char* kCommentPrefix = "auto-resume: ";
 
 // What one node's healthd found about its own part of a stalled job (engine/rank_evidence), one line
@@ -69,10 +91,9 @@ inline std::optional<EvidenceLine> parse_evidence_line(const std::string& c) {
   const std::size_t on = c.find(" on ", head.size());
   if (on == std::string::npos) return std::nullopt;
   EvidenceLine e;
-  const std::string attempt = c.substr(head.size(), on - head.size());
-  if (attempt.empty() || attempt.size() > 9 || attempt.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  e.attempt = static_cast<std::uint32_t>(std::stoul(attempt));
+  const auto attempt = detail::parse_u32(c.substr(head.size(), on - head.size()));
+  if (!attempt) return std::nullopt;
+  e.attempt = *attempt;
   const std::size_t colon = c.find(": ", on + 4);
   if (colon == std::string::npos) return std::nullopt;
   e.node = c.substr(on + 4, colon - on - 4);
@@ -84,16 +105,11 @@ inline std::optional<EvidenceLine> parse_evidence_line(const std::string& c) {
 // The evidence lines of an admin comment for `attempt`, one per node (the last one a node wrote).
 inline std::vector<EvidenceLine> evidence_lines(const std::string& admin_comment, std::uint32_t attempt) {
   std::vector<EvidenceLine> out;
-  std::size_t pos = 0;
-  while (pos < admin_comment.size()) {
-    std::size_t end = admin_comment.find('\n', pos);
-    if (end == std::string::npos) end = admin_comment.size();
-    if (auto e = parse_evidence_line(admin_comment.substr(pos, end - pos)); e && e->attempt == attempt) {
+  for (const auto& line : detail::lines(admin_comment))
+    if (auto e = parse_evidence_line(line); e && e->attempt == attempt) {
       std::erase_if(out, [&](const EvidenceLine& o) { return o.node == e->node; });
       out.push_back(std::move(*e));
     }
-    pos = end + 1;
-  }
   return out;
 }
 
@@ -120,12 +136,7 @@ inline std::string format_suspects_line(const SuspectsLine& s) {
 // The suspects line of `attempt` in an admin comment, if there is one.
 inline std::optional<SuspectsLine> suspects_line(const std::string& admin_comment, std::uint32_t attempt) {
   const std::string head = std::string(kSuspectsPrefix) + std::to_string(attempt) + ": ";
-  std::size_t pos = 0;
-  while (pos < admin_comment.size()) {
-    std::size_t end = admin_comment.find('\n', pos);
-    if (end == std::string::npos) end = admin_comment.size();
-    const std::string line = admin_comment.substr(pos, end - pos);
-    pos = end + 1;
+  for (const auto& line : detail::lines(admin_comment)) {
     if (line.rfind(head, 0) != 0) continue;
     const std::size_t colon = line.find(": ", head.size());
     if (colon == std::string::npos) return std::nullopt;
@@ -161,38 +172,17 @@ inline std::string merge_admin_comment(const std::string& existing, const std::s
     return other && (other->node == evidence->node || other->attempt != evidence->attempt);
   };
   std::string out;
-  std::size_t pos = 0;
-  while (pos < existing.size()) {
-    std::size_t end = existing.find('\n', pos);
-    if (end == std::string::npos) end = existing.size();
-    std::string line = existing.substr(pos, end - pos);
+  for (const auto& line : detail::lines(existing))
     if (!line.empty() && !replaced(line)) out += line + "\n";
-    pos = end + 1;
-  }
   return out + ours;
 }
 
 // The auto-resume line of an admin comment, or empty.
 inline std::string auto_resume_line(const std::string& admin_comment) {
-  std::size_t pos = 0;
-  while (pos < admin_comment.size()) {
-    std::size_t end = admin_comment.find('\n', pos);
-    if (end == std::string::npos) end = admin_comment.size();
-    if (admin_comment.compare(pos, std::char_traits<char>::length(kCommentPrefix), kCommentPrefix) == 0)
-      return admin_comment.substr(pos, end - pos);
-    pos = end + 1;
-  }
+  for (const auto& line : detail::lines(admin_comment))
+    if (line.rfind(kCommentPrefix, 0) == 0) return line;
   return {};
 }
-
-namespace detail {
-inline std::optional<std::uint32_t> parse_u32(const std::string& s) {
-  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  const unsigned long long v = std::stoull(s);
-  if (v > 0xffffffffULL) return std::nullopt;
-  return static_cast<std::uint32_t>(v);
-}
-}  // namespace detail
 
 // Read back strictly: the line is in a field an admin (or anyone with scontrol rights) may edit, and
 // the plugin acts on it (a re-run), so anything not in the exact form above is no line of ours.
