@@ -1,18 +1,13 @@
 #include "engine/rank_evidence.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <optional>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace ar::healthd {
 namespace {
-
-std::string fixed(double v, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 // Below this share of one core over the window a task counts as not running at all: a busy-waiting
 // rank (NCCL, MPI) uses a whole core, a computing one more; a blocked one only its timer ticks.
@@ -100,10 +95,10 @@ RankEvidence judge_ranks(const std::map<std::uint32_t, FileTime>& ranks, const s
     }
     if (t.window_s >= 1.0) {
       if (t.cpu_s < kIdleCpuShare * t.window_s) {
-        e.items.push_back(who + ": CPU time did not move in " + fixed(t.window_s, 0) + " s (+" + fixed(t.cpu_s, 2) + " s)");
+        e.items.push_back(fmt::format("{}: CPU time did not move in {:.0f} s (+{:.2f} s)", who, t.window_s, t.cpu_s));
         e.points_here = true;
       } else {
-        e.items.push_back(who + ": busy (+" + fixed(t.cpu_s, 1) + " s CPU in " + fixed(t.window_s, 0) + " s)");
+        e.items.push_back(fmt::format("{}: busy (+{:.1f} s CPU in {:.0f} s)", who, t.cpu_s, t.window_s));
       }
     }
   }

@@ -318,14 +318,20 @@ struct TwoNodes {
     }
     now += 1s;
   }
+  // An incident: both ranks beat for 5 s, then stop, n1's and n2's tasks busy or not, until the job
+  // is requeued once more (40 s at most).
+  void hang(bool n1_busy, bool n2_busy) {
+    for (int i = 0; i < 5; ++i) second(true, true, true);
+    const auto requeues = slurm.count("requeue 7");
+    for (int i = 0; i < 40 && slurm.count("requeue 7") == requeues; ++i) second(false, n1_busy, n2_busy);
+  }
 };
 
 }  // namespace
 
 TEST(Suspects, TheRankThatStoppedWhileTheOthersSpinKeepsItsNodeOffTheNextAttempt) {
   TwoNodes c;
-  for (int i = 0; i < 5; ++i) c.second(true, true, true);
-  for (int i = 0; i < 40 && c.slurm.count("requeue 7") == 0; ++i) c.second(false, true, false);
+  c.hang(true, false);
   ASSERT_EQ(c.slurm.count("requeue 7"), 1) << c.slurm.jobs[7].admin_comment;
   const auto& comment = c.slurm.jobs[7].admin_comment;
   EXPECT_NE(comment.find("auto-resume evidence: attempt 1 on n2: rank 1: CPU time did not move"), std::string::npos) << comment;
@@ -343,8 +349,7 @@ TEST(Suspects, TheRankThatStoppedWhileTheOthersSpinKeepsItsNodeOffTheNextAttempt
 
 TEST(Suspects, EveryRankStoppingTogetherIsAPlainStallRequeue) {
   TwoNodes c;
-  for (int i = 0; i < 5; ++i) c.second(true, true, true);
-  for (int i = 0; i < 40 && c.slurm.count("requeue 7") == 0; ++i) c.second(false, false, false);
+  c.hang(false, false);
   ASSERT_EQ(c.slurm.count("requeue 7"), 1);
   const auto& comment = c.slurm.jobs[7].admin_comment;
   EXPECT_EQ(ar::evidence_lines(comment, 1).size(), 2u) << comment;
@@ -355,8 +360,7 @@ TEST(Suspects, EveryRankStoppingTogetherIsAPlainStallRequeue) {
 
 TEST(Suspects, ABusyJobWhoseRanksAllSpinNamesNoOne) {
   TwoNodes c;
-  for (int i = 0; i < 5; ++i) c.second(true, true, true);
-  for (int i = 0; i < 40 && c.slurm.count("requeue 7") == 0; ++i) c.second(false, true, true);
+  c.hang(true, true);
   ASSERT_EQ(c.slurm.count("requeue 7"), 1);
   const auto& comment = c.slurm.jobs[7].admin_comment;
   EXPECT_TRUE(ar::evidence_lines(comment, 1).empty());
@@ -368,8 +372,7 @@ TEST(Suspects, ABusyJobWhoseRanksAllSpinNamesNoOne) {
 TEST(Suspects, TheDecisionIsSavedBeforeTheRequeueAndCarriedOutAfterARestart) {
   TwoNodes c;
   c.slurm.completing_reads = 1000;  // the requeued job stays COMPLETING: the release waits
-  for (int i = 0; i < 5; ++i) c.second(true, true, true);
-  for (int i = 0; i < 40 && c.slurm.count("requeue 7") == 0; ++i) c.second(false, true, false);
+  c.hang(true, false);
   ASSERT_EQ(c.slurm.count("requeue 7"), 1);
   EXPECT_EQ(c.slurm.count("exclude 7 n2"), 0) << "not before the job is pending";
   // n1's healthd restarts here: its journal holds the decision, and the evidence is not read again.
@@ -448,9 +451,8 @@ namespace {
 // The stalled rank's node (n2) at the end of one incident of TwoNodes: how its own daemon kept it.
 void stall_on_n2(TwoNodes& c, std::uint32_t uid) {
   c.slurm.jobs[7].user_id = uid;
-  for (int i = 0; i < 5; ++i) c.second(true, true, true);
   const auto requeues = c.slurm.count("requeue 7");
-  for (int i = 0; i < 40 && c.slurm.count("requeue 7") == requeues; ++i) c.second(false, true, false);
+  c.hang(true, false);
   ASSERT_EQ(c.slurm.count("requeue 7"), requeues + 1) << ::testing::PrintToString(c.slurm.calls);
   for (int i = 0; i < 5; ++i) c.second(true, true, true);  // running again (here, for the test's sake)
 }
