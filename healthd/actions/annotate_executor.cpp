@@ -52,10 +52,11 @@ void keep_suspicion(const ExecutorServices& services, const JournalEntry& e, con
   services.timeline.record(e.job_id, {now, services.node, "suspected",
                                       "named the suspect of attempt " + std::to_string(ours.attempt) + "'s stall: " + verdict.why});
   const auto lemon = policy::judge_lemon(kept, services.policy, now);
-  spdlog::warn("node {}: named the suspect of job {}'s stall ({}); {}", services.node, e.job_id, verdict.why, lemon.why);
+  spdlog::warn("node {}: named the suspect of job {}'s stall ({}); {} (jobs {})", services.node, e.job_id, verdict.why,
+               lemon.why, lemon.jobs);
   if (lemon.drain) {
     const bool deep_check = !services.policy.cure.deep_check.empty();
-    const std::string reason = sanitize(std::string(kReasonPrefix) + " " + kSuspectLemon + ": " + lemon.why +
+    const std::string reason = sanitize(std::string(kReasonPrefix) + " " + kSuspectLemon + ": " + lemon.why + " (jobs " + lemon.jobs + ")" +
                                             (deep_check ? "; drained for the deep check" : "; no deep check set: held for an admin"),
                                         240);
     if (services.policy.report_only) {

@@ -65,19 +65,18 @@ SuspectVerdict judge_suspects(const SuspectFacts& f) {
 LemonVerdict judge_lemon(const std::vector<Suspicion>& suspicions, const PolicyConfig& policy, WallTime now) {
   LemonVerdict v;
   std::set<std::uint32_t> users;
-  std::string jobs;
   for (const auto& s : suspicions) {
     if (now - s.at > policy.lemon_window) continue;
     if (policy.lemon_distinct_users && !users.insert(s.uid).second) continue;
     ++v.counted;
-    jobs += (jobs.empty() ? "" : ", ") + std::to_string(s.job_id);
+    v.jobs += (v.jobs.empty() ? "" : ", ") + std::to_string(s.job_id);
   }
   v.drain = policy.lemon_suspicions > 0 && v.counted >= policy.lemon_suspicions;
   const auto days = std::chrono::duration_cast<std::chrono::hours>(policy.lemon_window).count() / 24.0;
   char window[32];
   std::snprintf(window, sizeof window, "%g", days);
   v.why = "suspect of " + std::to_string(v.counted) + " stall(s) within " + window + " day(s)" +
-          (policy.lemon_distinct_users ? " in jobs of as many users" : "") + (jobs.empty() ? "" : " (jobs " + jobs + ")");
+          (policy.lemon_distinct_users ? " in jobs of as many users" : "");
   return v;
 }
 

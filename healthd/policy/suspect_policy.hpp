@@ -55,7 +55,8 @@ std::size_t most_suspects(std::size_t job_nodes, double max_share);
 struct LemonVerdict {
   bool drain = false;
   std::size_t counted = 0;  // the suspicions in the window that count
-  std::string why;
+  std::string why;          // without job ids: healthctl status shows it to every user
+  std::string jobs;         // "12, 13": the jobs of the suspicions counted, for the log and the drain reason
 };
 LemonVerdict judge_lemon(const std::vector<Suspicion>& suspicions, const PolicyConfig& policy, WallTime now);
 
