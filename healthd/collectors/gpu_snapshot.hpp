@@ -42,6 +42,7 @@ struct GpuSnapshot {
   std::optional<std::uint64_t> clock_event_reasons;  // nvmlClocksEventReason* bit mask
   std::optional<unsigned> pcie_gen, pcie_max_gen, pcie_width, pcie_max_width;
   std::optional<unsigned> temperature_c;
+  std::optional<unsigned> utilization_pct;  // a kernel ran this share of NVML's last sample period
   std::optional<unsigned> power_mw, power_limit_mw;
   std::optional<bool> persistence_mode;
 

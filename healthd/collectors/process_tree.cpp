@@ -49,6 +49,7 @@ ProcessTreeSample sample_process_tree(const std::filesystem::path& proc_root, st
     const auto st = p == pid ? root : read_proc_stat(proc_root, p);
     if (!st) continue;  // ended since it was listed
     ++s.processes;
+    s.pids.push_back(p);
     cpu_ticks += st->utime + st->stime;
     if (st->state == 'D') s.uninterruptible.push_back(p);
     for (auto c : children_of(proc_root, p)) todo.push_back(c);

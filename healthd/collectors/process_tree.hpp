@@ -18,6 +18,7 @@ struct ProcessTreeSample {
   std::uint64_t start_ticks = 0;   // the task's start time, in clock ticks since boot (/proc/PID/stat field 22)
   double cpu_s = 0;                // user + system time of the task and its descendants, in seconds
   std::vector<std::uint32_t> uninterruptible;  // pids in state D
+  std::vector<std::uint32_t> pids;             // every process read: the task's and those under it
   std::size_t processes = 0;       // how many were read
 };
 

@@ -10,6 +10,8 @@
 //   - a task (or a process under it) in uninterruptible sleep (D) at two looks in a row;
 //   - a task whose CPU time did not move over the window while it should be computing or, waiting in
 //     a collective, spinning (NCCL's ranks spin while they wait: a rank waiting on the others is busy);
+//   - a GPU a task holds (NVML's processes on it) at 0% while the job's other GPUs here are busy (a
+//     waiting rank's GPU spins in the collective's kernel; the one that hung runs nothing);
 // and the node's own checks, swept at that moment (a failing one is a fault, acted on as any fault).
 // A node the evidence points to says so in the job's admin comment (auto_resume/job_comment.hpp
 // EvidenceLine); the node that acts on the stall compares the nodes' lines (policy/suspect_policy.hpp).
@@ -28,6 +30,7 @@
 #include "collectors/heartbeat_reader.hpp"
 #include "collectors/process_tree.hpp"
 #include "engine/stall_watch.hpp"
+#include "vocabulary/device_reading.hpp"
 
 namespace ar::healthd {
 
@@ -45,6 +48,7 @@ struct TaskActivity {
   double cpu_s = 0;            // CPU time used in the window (the task and every process under it)
   double window_s = 0;         // how long the window is (0: only one look so far)
   bool uninterruptible = false;  // a process of the task in state D at this look and the one before
+  std::vector<std::uint32_t> pids{};  // the task's processes at the last look (which GPUs it holds)
 };
 
 // Looks at the tasks of the jobs with per-rank heartbeats at each full sweep, and keeps what it saw
@@ -65,6 +69,7 @@ class TaskSampler {
     bool found = false;
     double cpu_s = 0;
     bool uninterruptible = false;
+    std::vector<std::uint32_t> pids{};
   };
   struct Seen {
     std::uint64_t start_ticks = 0;  // the process first seen under this pid
@@ -82,8 +87,9 @@ struct RankEvidence {
 
 // The evidence about this node's tasks of a stalled job: `ranks`, every rank's last beat as the
 // stall was noted; `tasks`, this node's tasks' activity; `stall`, the job's stall time.
+// `gpus`: what this node's GPUs are doing (the GPU check's reading of this sweep; empty without GPUs).
 RankEvidence judge_ranks(const std::map<std::uint32_t, FileTime>& ranks, const std::vector<TaskActivity>& tasks,
-                         std::chrono::seconds stall);
+                         std::chrono::seconds stall, const std::vector<GpuActivity>& gpus = {});
 
 // How far behind the job's newest beat a rank's last beat must be to count as stopping first.
 std::chrono::seconds behind_limit(std::chrono::seconds stall);

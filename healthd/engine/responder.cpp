@@ -136,7 +136,9 @@ void Responder::judge_own_ranks(const StallEvent& stall, const LocalJob& job, co
   const auto stall_s = std::chrono::seconds(job.heartbeat->stall_s);
   // The window ends now and lies inside the stall: what the tasks did since the job stopped moving.
   const auto window = std::clamp(stall_s / 2, std::chrono::seconds(1), std::chrono::seconds(120));
-  auto evidence = judge_ranks(stall.ranks, tasks_.activity(job.tasks, window), stall_s);
+  std::vector<GpuActivity> gpus;
+  for (const auto& r : results) gpus.insert(gpus.end(), r.gpu_activity.begin(), r.gpu_activity.end());
+  auto evidence = judge_ranks(stall.ranks, tasks_.activity(job.tasks, window), stall_s, gpus);
   std::size_t faulty = 0;
   for (const auto& r : results) faulty += r.status == Status::fault ? 1 : 0;
   evidence.items.push_back(faulty == 0 ? "checks pass" : std::to_string(faulty) + " check(s) faulty");

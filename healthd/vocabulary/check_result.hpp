@@ -50,6 +50,8 @@ struct CheckResult {
   // holds: what the metrics show per device. Typed, beside the same figures in `detail`.
   DeviceReadings devices;
   std::vector<XidTally> xids;
+  // The GPU check's nvml result: what each GPU is doing (for a stalled job's evidence; not shown).
+  std::vector<GpuActivity> gpu_activity;
 
   nlohmann::json to_json() const;
 };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ struct GpuReading {
   Status health = Status::ok;        // the worst any check says of this GPU
   unsigned last_xid = 0;             // the newest XID held for it (0: none; no XID is 0)
   bool operator==(const GpuReading&) const = default;
+};
+
+// What one GPU is doing, as the GPU check read it: which processes hold it and how busy it is. What
+// a stalled job's ranks are judged by (engine/rank_evidence.hpp): a GPU a task holds at 0% while the
+// job's other GPUs here are busy.
+struct GpuActivity {
+  unsigned index = 0;
+  std::string bus_id;
+  std::optional<unsigned> utilization_pct;  // none: NVML could not tell
+  std::vector<unsigned> pids;               // the processes with a context on it
+  bool operator==(const GpuActivity&) const = default;
 };
 
 // One EFA port whose state could be read (one that could not is not a reading: the check says error).

@@ -105,6 +105,7 @@ struct Device {
   unsigned long long clock_reasons = 0;
   unsigned pcie_gen = 5, pcie_max_gen = 5, pcie_width = 16, pcie_max_width = 16;
   unsigned temperature = 40, power_mw = 100000, power_limit_mw = 700000;
+  unsigned utilization = 0;
   bool persistence = true;
   std::vector<Link> nvlink = std::vector<Link>(NVML_NVLINK_MAX_LINKS);
   unsigned recovery_action = NVML_GPU_RECOVERY_ACTION_NONE;
@@ -170,7 +171,7 @@ Device parse_device(const json& j, unsigned index) {
   check_keys(j,
              {"name", "uuid", "bus_id", "lost", "ecc", "retired_pages", "remap", "clock_reasons", "pcie",
               "temperature", "power_mw", "power_limit_mw", "persistence", "nvlink", "recovery_action", "processes",
-              "graphics_processes"},
+              "graphics_processes", "utilization"},
              where);
   Device d = default_device(index);
   take(j, "name", d.name);
@@ -207,6 +208,7 @@ Device parse_device(const json& j, unsigned index) {
     take(*it, "max_width", d.pcie_max_width);
   }
   take(j, "temperature", d.temperature);
+  take(j, "utilization", d.utilization);
   take(j, "power_mw", d.power_mw);
   take(j, "power_limit_mw", d.power_limit_mw);
   take(j, "persistence", d.persistence);
@@ -681,6 +683,15 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvml
   return on_device(__func__, device, [&](const Device& d) -> nvmlReturn_t {
     if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
     return put(temp, d.temperature);
+  });
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+  return on_device(__func__, device, [&](const Device& d) -> nvmlReturn_t {
+    if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    utilization->gpu = d.utilization;
+    utilization->memory = d.utilization;
+    return NVML_SUCCESS;
   });
 }
 

@@ -92,6 +92,18 @@ TEST(NvmlCollector, ALostGpuIsMarkedAndTheOthersRead) {
   EXPECT_TRUE(fleet.gpus[2].temperature_c);
 }
 
+TEST(NvmlCollector, UtilizationAndTheProcessesOnEachGpuReachTheCheckResult) {
+  CollectorScenario s(R"({"devices":[{"utilization": 97, "processes": [4242]}, {"utilization": 0, "processes": [4343]}]})");
+  NvmlCollector c(FAKE_NVML_PATH);
+  auto fleet = c.collect();
+  ASSERT_EQ(fleet.gpus.size(), 2u);
+  EXPECT_EQ(fleet.gpus[0].utilization_pct, 97u);
+  EXPECT_EQ(fleet.gpus[1].utilization_pct, 0u);
+  s.write(R"({"devices":[{}], "fail": {"nvmlDeviceGetUtilizationRates": 999}})");
+  auto unknown = NvmlCollector(FAKE_NVML_PATH).collect();
+  EXPECT_FALSE(unknown.gpus[0].utilization_pct) << "not read is not 0%";
+}
+
 std::string pids_json(unsigned n) {
   std::string s = "[";
   for (unsigned i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(1000 + i);

@@ -125,6 +125,26 @@ TEST(RankEvidence, ARankThatStoppedFirstOrNeverBeatOrSitsInDPointsHere) {
   EXPECT_FALSE(unseen.points_here) << "one look is no window to judge CPU time over";
 }
 
+TEST(RankEvidence, AGpuTheTaskHoldsAtZeroWhileTheJobsOtherGpusHereAreBusyPointsHere) {
+  const std::map<std::uint32_t, FileTime> ranks{{0, f0}, {1, f0}, {2, f0}};
+  // Ranks 0 and 1 here, each spinning on its CPU; rank 1's worker (pid 501) holds GPU 1.
+  std::vector<TaskActivity> tasks{{0, 400, true, 9.0, 10.0, false, {400, 401}}, {1, 500, true, 9.0, 10.0, false, {500, 501}}};
+  const std::vector<GpuActivity> gpus{{0, "00000000:18:00.0", 100, {401}},
+                                      {1, "00000000:2A:00.0", 0, {501}},
+                                      {2, "00000000:3A:00.0", 0, {9999}}};  // another job's, idle
+  auto e = judge_ranks(ranks, tasks, 20s, gpus);
+  EXPECT_TRUE(e.points_here) << e.text();
+  EXPECT_NE(e.text().find("rank 1: GPU 1 (00000000:2A:00.0) at 0% while the job's other GPUs here are busy (100%)"),
+            std::string::npos) << e.text();
+  EXPECT_EQ(e.text().find("GPU 0"), std::string::npos) << "the busy one is no evidence: " << e.text();
+  EXPECT_EQ(e.text().find("GPU 2"), std::string::npos) << "another job's GPU says nothing of this one: " << e.text();
+  // Every GPU of the job idle (the job stopped together), or NVML unable to tell: no GPU evidence.
+  auto all_idle = judge_ranks(ranks, tasks, 20s, {{0, "a", 0, {401}}, {1, "b", 0, {501}}});
+  EXPECT_FALSE(all_idle.points_here) << all_idle.text();
+  auto unknown = judge_ranks(ranks, tasks, 20s, {{0, "a", 100, {401}}, {1, "b", std::nullopt, {501}}});
+  EXPECT_FALSE(unknown.points_here) << unknown.text();
+}
+
 TEST(TaskSampler, TheWindowEndsAtTheLastLookAndATaskInDCountsOnlyAtTwoLooksInARow) {
   ar::test::TempDir proc;
   const long hz = ::sysconf(_SC_CLK_TCK);

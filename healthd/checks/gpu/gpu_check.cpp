@@ -63,6 +63,9 @@ std::vector<CheckResult> GpuCheck::run() {
   }
 
   std::vector<CheckResult> results{judge_gpu_nvml(fleet), judge_gpu_count(fleet, thresholds_)};
+  for (const auto& g : fleet.gpus)
+    results.front().gpu_activity.push_back(
+        GpuActivity{g.index, g.bus_id, g.utilization_pct, g.processes.value_or(std::vector<unsigned>{})});
   if (fleet.nvml_loaded && fleet.load_error.empty()) {
     results.push_back(judge_gpu_memory(fleet, thresholds_));
     results.push_back(judge_gpu_clocks(fleet, thresholds_));

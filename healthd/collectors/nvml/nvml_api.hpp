@@ -125,6 +125,13 @@ typedef struct nvmlFieldValue_st {
 // nvmlDevice{Compute,Graphics}RunningProcesses: one process using the GPU. The _v2 and _v3 entry points
 // take this layout (nvmlProcessInfo_v2_t, which nvmlProcessInfo_t names); the unsuffixed ones, of older
 // drivers, the two-field nvmlProcessInfo_v1_t. gpuInstanceId/computeInstanceId are 0xFFFFFFFF outside MIG.
+// nvmlDeviceGetUtilizationRates: the share of the last sample period (1/6 s to 1 s, by product) in
+// which a kernel ran on the GPU, and in which its memory was read or written, in percent.
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
 typedef struct nvmlProcessInfo_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;  // bytes; NVML_VALUE_NOT_AVAILABLE when the driver cannot tell
@@ -164,6 +171,7 @@ using RemappedRowsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned in
 using ClockReasonsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
 using UintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);                  // PCIe gen/width, power
 using TemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*);
+using UtilizationFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using NvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlEnableState_t*);
 using NvLinkErrorFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlNvLinkErrorCounter_t, unsigned long long*);
 using FieldValuesFn = nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*);

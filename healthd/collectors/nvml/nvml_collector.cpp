@@ -266,6 +266,11 @@ void DeviceReader::operating_state() {
     if (query("nvmlDeviceGetTemperature", [&] { return api_.temperature(dev_, NVML_TEMPERATURE_GPU, &t); }))
       gpu_.temperature_c = t;
   }
+  if (api_.utilization) {
+    nvmlUtilization_t u{};
+    if (query("nvmlDeviceGetUtilizationRates", [&] { return api_.utilization(dev_, &u); }) && u.gpu <= 100)
+      gpu_.utilization_pct = u.gpu;
+  }
   uint_query("nvmlDeviceGetPowerUsage", api_.power_usage, gpu_.power_mw);
   uint_query("nvmlDeviceGetEnforcedPowerLimit", api_.power_limit, gpu_.power_limit_mw);
   if (api_.persistence_mode) {

@@ -68,6 +68,7 @@ std::expected<std::shared_ptr<NvmlLibrary>, std::string> NvmlLibrary::open(const
   resolve(h, a.pcie_width, {"nvmlDeviceGetCurrPcieLinkWidth"}, "PCIe link", m);
   resolve(h, a.pcie_max_width, {"nvmlDeviceGetMaxPcieLinkWidth"}, "PCIe link", m);
   resolve(h, a.temperature, {"nvmlDeviceGetTemperature"}, "temperature", m);
+  resolve(h, a.utilization, {"nvmlDeviceGetUtilizationRates"}, "utilization", m);
   resolve(h, a.power_usage, {"nvmlDeviceGetPowerUsage"}, "power", m);
   resolve(h, a.power_limit, {"nvmlDeviceGetEnforcedPowerLimit"}, "power", m);
   resolve(h, a.persistence_mode, {"nvmlDeviceGetPersistenceMode"}, "persistence mode", m);

@@ -30,6 +30,7 @@ struct NvmlApi {
   nvml::ClockReasonsFn clock_reasons = nullptr;
   nvml::UintFn pcie_gen = nullptr, pcie_max_gen = nullptr, pcie_width = nullptr, pcie_max_width = nullptr;
   nvml::TemperatureFn temperature = nullptr;
+  nvml::UtilizationFn utilization = nullptr;
   nvml::UintFn power_usage = nullptr, power_limit = nullptr;
   nvml::EnableStateFn persistence_mode = nullptr;
   nvml::NvLinkStateFn nvlink_state = nullptr;
