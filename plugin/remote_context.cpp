@@ -37,7 +37,11 @@ ar::proto::StepStart start_message(const SpankHandle& h, std::uint32_t restart_c
   msg.restart_count = restart_count;
   msg.max_resumes = s.max_resumes;
   if (!s.heartbeat.empty())
-    msg.heartbeat = ar::proto::Heartbeat{s.heartbeat, s.stall.stall_s, s.stall.first_beat_s, s.heartbeat_per_rank};
+    msg.heartbeat = ar::proto::Heartbeat{s.heartbeat, s.stall.stall_s, s.stall.first_beat_s, s.heartbeat_per_rank,
+                                         // Only a path healthd takes: a bad one must not cost the step its heartbeat.
+                                         s.heartbeat_per_rank && ar::proto::valid_heartbeat_path(s.checkpoint_dir)
+                                             ? s.checkpoint_dir
+                                             : std::string()};
   return msg;
 }
 

@@ -126,11 +126,16 @@ def is_complete(path):
         return False
 
 
-def beat(path):
-    """Touches the heartbeat file: one step done. A beat that fails (storage away a moment) is skipped."""
+def beat(path, step=None):
+    """One step done: touches the heartbeat file or, given the step, writes it there (healthd reads it
+    to find a rank slower than the others). A beat that fails (storage away a moment) is skipped."""
     try:
-        with open(path, "a"):
-            os.utime(path)
+        if step is None:
+            with open(path, "a"):
+                os.utime(path)
+        else:
+            with open(path, "w") as f:
+                f.write(f"{step}\n")
     except OSError:
         pass
 
@@ -452,9 +457,10 @@ def main(argv):
 
     final = snapshot(start)
     saved = start
-    # --auto-resume-heartbeat-dir: this task's own heartbeat file, touched once per step (the workers
-    # of one torchrun share their node's task, and its file). When the job stops moving, the node
-    # whose ranks stopped is found and kept off the next attempt.
+    # --auto-resume-heartbeat-dir: this task's own heartbeat file, written once per step with the
+    # step's number (the workers of one torchrun share their node's task, and its file). When the job
+    # stops moving, the node whose ranks stopped is found and kept off the next attempt; while it
+    # runs, a node whose ranks step slower than the others' is reported.
     heartbeat = os.environ.get("AUTO_RESUME_HEARTBEAT_FILE")
     for step in range(start + 1, args.steps + 1):
         x, y = batch_for(torch, step, args.batch, features)
@@ -465,7 +471,7 @@ def main(argv):
         if args.step_seconds:
             time.sleep(args.step_seconds)
         if heartbeat:
-            beat(heartbeat)
+            beat(heartbeat, step)
         written = None
         if step % args.checkpoint_every == 0 or step == args.steps:
             written = save(step)

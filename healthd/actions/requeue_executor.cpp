@@ -27,7 +27,7 @@ std::expected<bool, std::string> next_step(const ExecutorServices& services, con
 // A requeue for a fault of this node goes ahead only once the node is out of service (drained,
 // draining or to be rebooted), so the job cannot start again on it. Answers why not, or nothing.
 std::expected<std::optional<std::string>, std::string> node_still_schedulable(const ExecutorServices& services, const JournalEntry& e) {
-  if (e.code == kAppFailure || e.code == kStall) return std::optional<std::string>();  // the node is healthy: nothing to wait for
+  if (node_stays_in_service(e.code)) return std::optional<std::string>();  // the node is healthy: nothing to wait for
   auto info = services.slurm.node(services.node);
   if (!info) return std::unexpected(info.error().message);
   if (info->drained_or_draining() || info->reboot_pending()) return std::optional<std::string>();
@@ -251,7 +251,9 @@ std::expected<bool, std::string> next_step(const ExecutorServices& services, con
 std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices& services, const JournalEntry& e,
                                                          const JobInfo& job, WallTime now) {
   policy::SuspectFacts facts;
-  facts.evidence = evidence_lines(job.admin_comment, e.restart_count + 1);
+  // A straggler's node names itself (the entry is its own); a stall's nodes wrote their lines.
+  facts.evidence = e.code == kStraggler ? std::vector<EvidenceLine>{{e.restart_count + 1, e.node, e.reason}}
+                                        : evidence_lines(job.admin_comment, e.restart_count + 1);
   facts.job_nodes = job.nodes;
   facts.excluded = job.excluded;
   facts.required = job.required;
@@ -268,7 +270,7 @@ std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices&
     services.timeline.record(e.job_id, {now, services.node, "suspect " + s.node, s.text});
   services.timeline.record(e.job_id, {now, services.node, verdict.exclude.empty() ? "no node kept off" : "kept off",
                                       verdict.why});
-  spdlog::warn("job {}: stall: {}", e.job_id, verdict.why);
+  spdlog::warn("job {}: {}: {}", e.job_id, e.code == kStraggler ? "straggler" : "stall", verdict.why);
   SuspectsLine line{e.restart_count + 1, {}, verdict.why};
   for (const auto& s : verdict.suspects) line.nodes.push_back(s.node);
   const std::string said = format_suspects_line(line);
@@ -301,7 +303,8 @@ std::expected<bool, std::string> requeue_decide(const ExecutorServices& services
       return true;
     case RequeueVerdict::stall_not_running:
       services.journal.mark_requeued(e.job_id, e.restart_count);  // decided for this attempt
-      services.timeline.record(e.job_id, {now, services.node, "stall: nothing done", "the job is " + job.state + " now"});
+      services.timeline.record(e.job_id, {now, services.node, e.code == kStraggler ? "straggler: nothing done" : "stall: nothing done",
+                                          "the job is " + job.state + " now"});
       return true;
     case RequeueVerdict::cap_reached: return resume_cap_reached(services, e, job, d, now);
     case RequeueVerdict::leave_pending: return true;
@@ -326,9 +329,12 @@ std::expected<bool, std::string> requeue_decide(const ExecutorServices& services
     }
     case RequeueVerdict::requeue: break;
   }
-  if (e.code == kStall && e.suspects.empty()) {
+  if ((e.code == kStall || e.code == kStraggler) && e.suspects.empty()) {
     auto decided = decide_suspects(services, e, job, now);
     if (!decided) return std::unexpected(decided.error());
+    // A straggler's requeue is only worth its restart without the node: kept on, the job runs on
+    // as it is (said in the timeline), and a fault later in this attempt is still acted on.
+    if (e.code == kStraggler && decided->exclude.empty()) return true;
     return next_step(services, *decided, RequeueStep::requeue, now);
   }
   return next_step(services, e, RequeueStep::requeue, now);

@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -115,6 +118,37 @@ void read_heartbeat_file(const std::string& path, const struct stat& st, uid_t o
   }
 }
 
+// The step a rank's file holds, if it is still the file that was listed (the same inode, the owner's
+// regular file: a rename or a link swapped in between is not followed) and holds a step.
+std::optional<RankStep> read_rank_step(int dir_fd, const char* name, const struct stat& listed) {
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  FdCloser close_fd{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != listed.st_ino || st.st_dev != listed.st_dev ||
+      st.st_uid != listed.st_uid)
+    return std::nullopt;
+  std::array<char, kMaxRankFileBytes> buf{};
+  const ssize_t n = ::read(fd, buf.data(), buf.size());
+  if (n <= 0) return std::nullopt;
+  auto step = parse_rank_step(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+  if (step) step->at = mtime_of(st);
+  return step;
+}
+
+// The time of `name`'s COMPLETE marker, if `name` is still a directory (no link followed) and the
+// marker is the owner's regular file, not in the future.
+std::optional<FileTime> complete_marker_time(int dir_fd, const char* name, uid_t owner, FileTime latest) {
+  const int fd = ::openat(dir_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  FdCloser close_fd{fd};
+  struct stat st{};
+  if (::fstatat(fd, "COMPLETE", &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner ||
+      mtime_of(st) > latest)
+    return std::nullopt;
+  return mtime_of(st);
+}
+
 // A heartbeat directory beats when its owner writes an entry (a new checkpoint, a log line). Its own
 // time moves when anyone adds or removes an entry, so it does not count; a directory the user may not
 // list is an error, never one that does not move. Entries of others, and ones in the future, are
@@ -155,12 +189,23 @@ void read_heartbeat_dir(const std::string& path, int fd, uid_t owner, FileTime n
     }
     if (est.st_uid != owner || mtime_of(est) > latest) continue;
     r.newest = r.newest ? std::max(*r.newest, mtime_of(est)) : mtime_of(est);
-    if (S_ISREG(est.st_mode))
-      if (auto rank = rank_of_heartbeat_file(name)) r.ranks[*rank] = mtime_of(est);
+    if (S_ISREG(est.st_mode)) {
+      const auto rank = rank_of_heartbeat_file(name);
+      if (!rank) continue;
+      r.ranks[*rank] = mtime_of(est);
+      // A file only touched (size 0) says no step and costs no open.
+      if (est.st_size > 0 && static_cast<std::size_t>(est.st_size) <= kMaxRankFileBytes)
+        if (auto step = read_rank_step(::dirfd(dir.get()), entry->d_name, est)) r.steps[*rank] = *step;
+    } else if (S_ISDIR(est.st_mode)) {
+      if (auto done = complete_marker_time(::dirfd(dir.get()), entry->d_name, owner, latest))
+        r.newest_complete = r.newest_complete ? std::max(*r.newest_complete, *done) : *done;
+    }
   }
   if (!r.error.empty()) {
     r.newest.reset();
     r.ranks.clear();
+    r.steps.clear();
+    r.newest_complete.reset();
   }
 }
 
@@ -177,6 +222,34 @@ std::optional<std::uint32_t> rank_of_heartbeat_file(std::string_view name) {
     rank = rank * 10 + static_cast<std::uint32_t>(c - '0');
   }
   return rank;
+}
+
+std::optional<RankStep> parse_rank_step(std::string_view text) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  std::vector<std::string_view> fields;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && blank(text[i])) ++i;
+    const std::size_t start = i;
+    while (i < text.size() && !blank(text[i])) ++i;
+    if (i > start) fields.push_back(text.substr(start, i - start));
+  }
+  if (fields.empty() || fields.size() > 2) return std::nullopt;
+  RankStep r;
+  const auto& step = fields[0];
+  if (step.size() > 19 || !std::all_of(step.begin(), step.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  if (std::from_chars(step.data(), step.data() + step.size(), r.step).ec != std::errc()) return std::nullopt;
+  if (fields.size() == 2) {
+    const auto& busy = fields[1];
+    double v = 0;
+    const auto [end, ec] = std::from_chars(busy.data(), busy.data() + busy.size(), v, std::chars_format::fixed);
+    // A step's own time: a day at most, and never negative or NaN.
+    if (ec != std::errc() || end != busy.data() + busy.size() || !std::isfinite(v) || v < 0 || v > 86400)
+      return std::nullopt;
+    r.busy_s = v;
+  }
+  return r;
 }
 
 HeartbeatReading read_heartbeat(const std::string& path, uid_t owner, FileTime now, std::size_t max_entries) {

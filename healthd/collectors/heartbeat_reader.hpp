@@ -17,8 +17,10 @@
 //   - a time more than kHeartbeatFutureSlack past now counts for nothing (a file dated 2035 would
 //     otherwise be "the newest" for ever): a directory's such entry is skipped, a file such dated is
 //     not judged.
-// Nothing is ever opened for reading but the directory itself (O_PATH resolves the path), so a FIFO
-// or a device cannot block or be touched.
+// Nothing is opened for reading but the directory itself (O_PATH resolves the path) and, in a
+// directory of per-rank files, a rank file that holds a few bytes (its step number): opened with
+// O_NOFOLLOW|O_NONBLOCK, read only when it is still the owner's regular file, at most
+// kMaxRankFileBytes. A FIFO or a device cannot block or be touched.
 #pragma once
 
 #include <sys/types.h>
@@ -37,6 +39,21 @@ namespace ar::healthd {
 
 using FileTime = std::chrono::system_clock::time_point;
 
+// What a rank's file says besides its time (--auto-resume-heartbeat-dir): "STEP" or "STEP BUSY_S",
+// the step it finished and, optionally, the seconds its own work on that step took before it waited
+// for the other ranks (where every rank waits for the slowest at each step, every rank's pace is the
+// job's: only the busy time tells which rank makes the others wait).
+struct RankStep {
+  FileTime at;  // the file's modification time: when the rank wrote the step
+  std::uint64_t step = 0;
+  std::optional<double> busy_s;
+};
+inline constexpr std::size_t kMaxRankFileBytes = 64;
+
+// "123", "123 0.52", with surrounding blanks or a newline; anything else (a sign, an exponent past
+// any sense, text, more fields) is none: a rank file that is only touched says no step.
+std::optional<RankStep> parse_rank_step(std::string_view text);
+
 // What reading a heartbeat found: the newest modification time that counts, nothing there (`newest`
 // empty, no error), or why it could not be judged. `found`: the path is there, even when nothing in
 // it counts yet (a directory before the first checkpoint).
@@ -47,6 +64,11 @@ struct HeartbeatReading {
   // A directory's entries named rank-<N> (regular files of the owner: --auto-resume-heartbeat-dir,
   // one per task), by rank: each rank's own last beat.
   std::map<std::uint32_t, FileTime> ranks{};
+  // The ranks whose file holds a step number (RankStep), read as the owner.
+  std::map<std::uint32_t, RankStep> steps{};
+  // A directory's newest complete checkpoint (an entry that is the owner's directory holding the
+  // owner's regular file COMPLETE, as --auto-resume-checkpoint-dir has them): that file's time.
+  std::optional<FileTime> newest_complete{};
 };
 
 // The rank of a per-rank heartbeat file's name ("rank-12" is 12), or none.

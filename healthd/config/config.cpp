@@ -43,6 +43,8 @@ static std::string config_text(StallAction a) {
   return toml_quote(a == StallAction::requeue ? "requeue" : a == StallAction::cancel ? "cancel" : "warn");
 }
 
+static std::string config_text(StragglerAction a) { return toml_quote(a == StragglerAction::report ? "report" : "exclude"); }
+
 namespace {
 
 // [daemon] child_env: names of healthd's environment variables its children also get.
@@ -74,6 +76,15 @@ Parsed<StallAction> read_stall_action(const toml::node& n) {
   if (v == "cancel") return StallAction::cancel;
   if (v == "warn") return StallAction::warn;
   return std::unexpected(std::string("must be \"requeue\" (the job is resumed from its checkpoint), \"cancel\" or \"warn\""));
+}
+
+Parsed<StragglerAction> read_straggler_action(const toml::node& n) {
+  auto v = n.is_string() ? *n.value<std::string>() : "";
+  if (v == "report") return StragglerAction::report;
+  if (v == "exclude") return StragglerAction::exclude;
+  return std::unexpected(std::string(
+      "must be \"report\" (a notice, the metric, healthctl) or \"exclude\" (also requeued without the node at the "
+      "job's next checkpoint)"));
 }
 
 Parsed<std::string> read_node_name(const toml::node& n) {
@@ -159,6 +170,9 @@ const KeyTable<PolicyConfig>& policy_keys() {
                                .field("lemon_suspicions", &PolicyConfig::lemon_suspicions, uint_in(0, 1000))
                                .field("lemon_window_s", &PolicyConfig::lemon_window, seconds_in(60, 365L * 24 * 3600))
                                .field("lemon_distinct_users", &PolicyConfig::lemon_distinct_users, read_bool)
+                               .field("straggler_share", &PolicyConfig::straggler_share, read_share)
+                               .field("straggler_window_s", &PolicyConfig::straggler_window, seconds_in(10, 24 * 3600))
+                               .field("straggler_action", &PolicyConfig::straggler_action, read_straggler_action)
                                .nested("hook", read_hooks, [](const PolicyConfig& p) { return table_array_text(p.hooks, hook_keys()); });
   return keys;
 }

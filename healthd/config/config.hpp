@@ -29,6 +29,7 @@ namespace ar::healthd {
 enum class RequeuePriority { top, keep };
 // What a job's stalled heartbeat leads to once every node of it checked healthy ([policy] stall_action).
 enum class StallAction { requeue, cancel, warn };
+enum class StragglerAction { report, exclude };
 
 // [[policy.hook]]: an admin's program run once healthd has carried out one of the actions in `on`
 // (drain, reboot, requeue, resume, signal): a new action as config rather than code (a ticket, a
@@ -67,6 +68,14 @@ struct PolicyConfig {
   std::chrono::seconds lemon_window{7 * 24 * 3600};
   // false: the jobs of one user count too (a cluster of one team's account).
   bool lemon_distinct_users = true;
+  // Stragglers (per-rank heartbeats whose files hold the step, engine/straggler_watch.hpp): a node
+  // whose slowest rank's step time over straggler_window stays above the job's median by more than
+  // straggler_share is reported; `exclude` also requeues the job without it at the job's next
+  // complete checkpoint (--auto-resume-checkpoint-dir), within suspect_max_share and only where the
+  // job still fits.
+  double straggler_share = 0.15;
+  std::chrono::seconds straggler_window{300};
+  StragglerAction straggler_action = StragglerAction::report;
   // A fault under an auto-resume srun step of a batch job re-runs that step on the job's other nodes
   // (the faulty one leaves the allocation) when enough are left, instead of requeueing the job.
   bool step_rerun = true;

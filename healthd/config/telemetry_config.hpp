@@ -31,7 +31,7 @@ struct NotifyConfig {
   // The notices sent; the others are only counted and logged.
   std::vector<NoticeKind> on = {NoticeKind::drain, NoticeKind::requeue, NoticeKind::resume_cap,
                                 NoticeKind::node_returned, NoticeKind::action_failing, NoticeKind::admin,
-                                NoticeKind::cure};
+                                NoticeKind::cure, NoticeKind::straggler};
   std::chrono::milliseconds timeout{std::chrono::seconds(5)};  // one POST, connect included
   std::uint32_t attempts = 5;                                  // per notice, with backoff between them
   std::chrono::seconds max_backoff{300};                       // the longest wait between two tries

@@ -377,6 +377,7 @@ void Engine::publish_status(bool changed) {
     health_.standing = responder_.standing();
     health_.pending_actions = responder_.pending_actions();
     health_.suspicions = responder_.suspicions(std::chrono::system_clock::now());
+    health_.stragglers = responder_.stragglers();
     if (changed && on_status_) snapshot = health_;
   }
   if (snapshot) on_status_(*snapshot);

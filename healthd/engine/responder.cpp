@@ -128,6 +128,7 @@ std::vector<StallEvent> Responder::poll_stalls(const std::vector<LocalJob>& jobs
       case StallEvent::Kind::confirmed: confirmed.push_back(std::move(e)); break;
     }
   }
+  watch_stragglers(jobs, results, now);
   return confirmed;
 }
 
@@ -331,6 +332,15 @@ nlohmann::json Responder::status() const {
                        {"lemon_at", policy_.lemon_suspicions},
                        {"summary", lemon.why},
                        {"last", {{"at_ms", to_epoch_ms(last.at)}, {"why", last.why}}}};
+  }
+  // No job ids: every user sees the status (a job's own story is in healthctl explain).
+  if (!straggling_.empty()) {
+    std::size_t excluding = 0;
+    for (const auto& [job, s] : straggling_) excluding += s.requeue_asked ? 1 : 0;
+    j["stragglers"] = {{"jobs", straggling_.size()},
+                       {"share", policy_.straggler_share},
+                       {"action", policy_.straggler_action == StragglerAction::exclude ? "exclude" : "report"},
+                       {"requeued_without", excluding}};
   }
   if (const auto& own = journal_.own_drain())
     j["own_drain"] = {{"code", own->code}, {"reason", own->reason}, {"held", own->held}, {"reboot", own->reboot}};

@@ -48,6 +48,7 @@
 #include "config/config.hpp"
 #include "engine/rank_evidence.hpp"
 #include "engine/stall_watch.hpp"
+#include "engine/straggler_watch.hpp"
 #include "policy/fault_policy.hpp"
 #include "policy/sweep_rule.hpp"
 #include "state/journal.hpp"
@@ -114,7 +115,10 @@ class Responder {
   }
 
   // How job heartbeats are read (default: read_heartbeat_as_owner, here; the daemon bounds it by a deadline).
-  void set_heartbeat_reader(HeartbeatReader reader) { stall_watch_ = StallWatch(std::move(reader)); }
+  void set_heartbeat_reader(HeartbeatReader reader) {
+    heartbeat_reader_ = reader;
+    stall_watch_ = StallWatch(std::move(reader));
+  }
   // The clock stalls are timed by (default: the steady clock; tests move their own).
   void set_stall_clock(std::function<StallClock::time_point()> clock) { stall_clock_ = std::move(clock); }
   // Where the tasks of stalled jobs are looked at (default /proc; tests give a tree of their own).
@@ -132,6 +136,8 @@ class Responder {
   std::size_t pending_actions() const { return journal_.pending().size(); }
   // The stalls this node was named the suspect of that count towards the lemon rule now.
   std::size_t suspicions(WallTime now) const;
+  // The jobs whose ranks here run slower than the job's median now ([policy] straggler_share).
+  std::size_t stragglers() const { return straggling_.size(); }
   nlohmann::json status() const;
 
   // Where notices go (vocabulary/notice.hpp): incidents here, what was carried out in the actions.
@@ -182,6 +188,12 @@ class Responder {
   // its own part, in the timeline, and in the job's admin comment when it points here.
   void judge_own_ranks(const StallEvent& stall, const LocalJob& job, const std::vector<CheckResult>& results, WallTime now);
   void act_on_stall(const StallEvent& stall, WallTime now);
+  // The per-rank jobs with ranks here, at a full sweep: their pace against the rest of the job
+  // (engine/straggler_watch.hpp); a node found straggling is reported once an attempt and, under
+  // straggler_action = "exclude", requeued without at the job's next complete checkpoint.
+  void watch_stragglers(const std::vector<LocalJob>& jobs, const std::vector<CheckResult>& results, WallTime now);
+  void report_straggler(const StragglerFinding& f, const LocalJob& job, const std::string& message, WallTime now);
+  void exclude_at_checkpoint(const LocalJob& job, WallTime now);
   // Asks each sweep rule of the executors' registry (policy/sweep_rule.hpp) and journals what it answers.
   void ask_sweep_rules(const std::vector<CheckResult>& results, WallTime now, bool full_pass);
 
@@ -202,6 +214,20 @@ class Responder {
       [](const std::string& path, std::uint32_t uid) { return read_heartbeat_as_owner(path, uid); }};
   std::function<StallClock::time_point()> stall_clock_ = [] { return StallClock::now(); };
   TaskSampler tasks_;  // what the tasks of jobs with per-rank heartbeats did, look by look
+  HeartbeatReader heartbeat_reader_ = [](const std::string& path, std::uint32_t uid) {
+    return read_heartbeat_as_owner(path, uid);
+  };
+  StragglerWatch straggler_watch_;
+  // The jobs this node straggles in now, by job: what was found and said, and the exclusion waiting
+  // for the job's next checkpoint.
+  struct Straggling {
+    std::uint32_t restart_count = 0;
+    std::string message;  // the finding and what the checks say
+    bool checkpoint_read = false;
+    std::optional<FileTime> checkpoint_before = std::nullopt;  // the newest complete checkpoint when it was found
+    bool requeue_asked = false;
+  };
+  std::map<std::uint32_t, Straggling> straggling_;
   SlurmActions actions_;  // carries out what is journalled here
 };
 

@@ -44,6 +44,12 @@ HeartbeatReader bounded_heartbeat_reader(std::chrono::milliseconds deadline) {
   };
 }
 
+const std::map<std::uint32_t, RankStep>& StallWatch::steps_of(std::uint32_t job_id) const {
+  static const std::map<std::uint32_t, RankStep> none;
+  const auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? none : it->second.steps;
+}
+
 std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, StallClock::time_point now,
                                          std::chrono::seconds settle) {
   std::vector<StallEvent> out;
@@ -83,6 +89,7 @@ std::vector<StallEvent> StallWatch::poll(const std::vector<WatchedJob>& jobs, St
     s.ever_present = s.ever_present || reading.found || reading.newest.has_value();
     s.last_value = reading.newest;
     s.ranks = std::move(reading.ranks);
+    s.steps = std::move(reading.steps);
     const auto limit = std::chrono::seconds(s.beat ? job.heartbeat.stall_s : job.heartbeat.first_beat_s);
     const auto still = now - s.last_move;
     if (still < limit) continue;

@@ -81,6 +81,9 @@ class StallWatch {
                                std::chrono::seconds settle);
 
   std::size_t watched() const { return jobs_.size(); }
+  // The rank files' steps of the job's last reading (per-rank heartbeats whose files hold steps);
+  // empty when none, or when the job is not watched.
+  const std::map<std::uint32_t, RankStep>& steps_of(std::uint32_t job_id) const;
 
  private:
   struct State {
@@ -96,6 +99,7 @@ class StallWatch {
     bool never_seen_said = false;
     std::string last_error;  // said once until it changes
     std::map<std::uint32_t, FileTime> ranks{};  // the last reading's per-rank beats
+    std::map<std::uint32_t, RankStep> steps{};  // and the steps their files hold
   };
   HeartbeatReader reader_;
   std::map<std::uint32_t, State> jobs_;

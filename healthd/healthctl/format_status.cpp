@@ -116,6 +116,14 @@ std::string format_status(const nlohmann::json& d, const RenderOptions& o) {
       line("suspected", fmt::format("{} of {} towards a deep check: {}; last: {}", int_of(sus, "in_window"),
                                     int_of(sus, "lemon_at"), text_of(sus, "summary"), text_of(object_of(sus, "last"), "why")),
            ValueKind::prose, Color::yellow);
+    if (const auto& slow = object_of(node, "stragglers"); !slow.empty())
+      line("straggling", fmt::format("ranks here run slower than the rest of {} job(s) by more than {:.0f}% ({}{}); "
+                                     "healthctl explain JOB says which ranks and what the checks say",
+                                     int_of(slow, "jobs"), number_of(slow, "share") * 100, text_of(slow, "action"),
+                                     int_of(slow, "requeued_without") > 0
+                                         ? fmt::format(", {} requeued without this node", int_of(slow, "requeued_without"))
+                                         : std::string()),
+           ValueKind::prose, Color::yellow);
     if (node.contains("drain_withheld")) line("withheld", text_of(node, "drain_withheld"));
     if (node.contains("admin_override")) line("override", text_of(node, "admin_override"));
     if (node.contains("slurm")) line("slurm", text_of(node, "slurm"));

@@ -16,7 +16,7 @@ RequeueDecision wait_then_decide(RequeueVerdict v, WallTime until, WallTime now)
   return d;
 }
 
-bool is_node_fault(const RequeueFacts& f) { return f.code != kAppFailure && f.code != kStall; }
+bool is_node_fault(const RequeueFacts& f) { return !node_stays_in_service(f.code); }
 
 // In a burst of drains (a fabric-wide event) ours may still be given back for max_drained_share at
 // its second look; a job requeued before that would be restarted for a node that goes back into
@@ -42,7 +42,8 @@ RequeueDecision rerun_or_requeue_now(const RequeueFacts& f) {
 RequeueDecision decide_requeue(const RequeueFacts& f) {
   if (f.job_restart_count > f.attempt) return decided(RequeueVerdict::requeued_elsewhere);
   // Ended, cancelled or suspended since the stall was confirmed: a requeue would run a finished job again.
-  if (f.code == kStall && f.job_state != "RUNNING") return decided(RequeueVerdict::stall_not_running);
+  if ((f.code == kStall || f.code == kStraggler) && f.job_state != "RUNNING")
+    return decided(RequeueVerdict::stall_not_running);
   // The user may lower the admin's cap for their job, never raise it. Step re-runs count with the
   // requeues; a re-run another node made for this same failure is not a resume of its own.
   const std::uint32_t cap = std::min(f.max_resumes, f.user_cap.value_or(f.max_resumes));

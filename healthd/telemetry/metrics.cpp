@@ -115,6 +115,13 @@ struct Metrics::Impl {
       family_in<Gauge>(*registry, "healthd_suspicions",
                        "Stalls this node was named the suspect of within [policy] lemon_window_s (the lemon rule counts them).")
           .Add({});
+  Gauge& stragglers = family_in<Gauge>(*registry, "healthd_stragglers",
+                                       "Jobs whose ranks on this node run slower than the job's median by more than "
+                                       "[policy] straggler_share, now.")
+                          .Add({});
+  Counter& straggler_reports = family_in<Counter>(*registry, "healthd_straggler_reports_total",
+                                                  "Times this node was found a straggler of a job.")
+                                   .Add({});
   Gauge& last_sweep = family_in<Gauge>(*registry, "healthd_last_sweep_timestamp_seconds",
                                        "When the engine last finished a sweep of its checks (Unix time).")
                           .Add({});
@@ -219,6 +226,7 @@ void Metrics::Impl::observe_node(const NodeHealth& health) {
   node_fault_info.end();
   actions_pending.Set(static_cast<double>(health.pending_actions));
   suspicions.Set(static_cast<double>(health.suspicions));
+  stragglers.Set(static_cast<double>(health.stragglers));
 }
 
 void Metrics::Impl::observe_checks(const std::vector<CheckResult>& results) {
@@ -337,6 +345,7 @@ void Metrics::Impl::count_notice(const Notice& n) {
     case NoticeKind::action_failing: action_failures.at({{"kind", action}}).Increment(); break;
     case NoticeKind::admin: admin_actions.at({{"action", action}}).Increment(); break;
     case NoticeKind::cure: cure_steps.at({{"step", action}, {"code", code}}).Increment(); break;
+    case NoticeKind::straggler: straggler_reports.Increment(); break;
   }
 }
 

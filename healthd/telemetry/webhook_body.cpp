@@ -63,6 +63,7 @@ std::pair<const char*, std::string> headline(const Notice& n) {
     case NoticeKind::action_failing: return {":x:", "action failing repeatedly"};
     case NoticeKind::admin: return {":information_source:", "admin action"};
     case NoticeKind::cure: return {":wrench:", n.action == "replace" ? "replacement requested" : "cure step"};
+    case NoticeKind::straggler: return {":turtle:", "straggler"};
   }
   return {":grey_question:", "notice"};
 }

@@ -25,6 +25,7 @@ struct NodeHealth {
   NodeStanding standing;
   std::size_t pending_actions = 0;  // journal entries not yet carried out
   std::size_t suspicions = 0;       // stalls this node was named the suspect of, counting towards the lemon rule
+  std::size_t stragglers = 0;       // jobs whose ranks here run slower than the job's median, now
   std::uint64_t sweep_seq = 0;      // the last sweep's number (0: none yet)
   double sweep_ms = 0;              // how long it took
   std::vector<CheckResult> results; // its results, every check's

@@ -14,6 +14,7 @@ const char* to_string(NoticeKind k) {
     case NoticeKind::action_failing: return "action_failing";
     case NoticeKind::admin: return "admin";
     case NoticeKind::cure: return "cure";
+    case NoticeKind::straggler: return "straggler";
   }
   return "incident";
 }
@@ -22,7 +23,7 @@ const std::vector<NoticeKind>& all_notice_kinds() {
   static const std::vector<NoticeKind> kinds = {NoticeKind::incident,   NoticeKind::drain,         NoticeKind::requeue,
                                                 NoticeKind::resumed,    NoticeKind::resume_cap,    NoticeKind::node_returned,
                                                 NoticeKind::signal,     NoticeKind::action_failing, NoticeKind::admin,
-                                                NoticeKind::cure};
+                                                NoticeKind::cure,       NoticeKind::straggler};
   return kinds;
 }
 

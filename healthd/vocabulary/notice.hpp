@@ -26,6 +26,7 @@ enum class NoticeKind : std::uint8_t {
   action_failing,  // an action failed `attempts` times in a row and is still being retried
   admin,           // an admin's drain, resume or clear through healthctl
   cure,            // a step of a fault's cure chain: a GPU reset, a replacement requested, a deep check, a step that did not cure
+  straggler,       // this node's ranks of a job run slower than the job's median (action: "report" or "exclude")
 };
 
 const char* to_string(NoticeKind k);

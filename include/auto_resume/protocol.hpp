@@ -97,6 +97,9 @@ struct Heartbeat {
   // AUTO_RESUME_HEARTBEAT_FILE in the task's environment); the job's progress is the newest of them,
   // and each node judges its own ranks against the others' when the job stalls.
   bool per_rank = false;
+  // --auto-resume-checkpoint-dir, where the job said it writes its checkpoints (a valid_heartbeat_path;
+  // empty: none): a straggler's node is kept off the job at its next complete checkpoint.
+  std::string checkpoint_dir{};
 };
 inline constexpr std::uint32_t kMaxStallSeconds = 30 * 24 * 3600;
 inline constexpr std::size_t kMaxHeartbeatPathBytes = 4096;
@@ -112,6 +115,7 @@ inline bool valid_heartbeat_path(std::string_view path) {
 inline nlohmann::json to_json(const Heartbeat& hb) {
   nlohmann::json j = {{"path", hb.path}, {"stall_s", hb.stall_s}, {"first_beat_s", hb.first_beat_s}};
   if (hb.per_rank) j["per_rank"] = true;
+  if (!hb.checkpoint_dir.empty()) j["checkpoint_dir"] = hb.checkpoint_dir;
   return j;
 }
 
@@ -360,6 +364,14 @@ inline std::expected<Heartbeat, Error> heartbeat_field(const nlohmann::json& j) 
     auto per_rank = field<bool>(j, "per_rank");
     if (!per_rank) return bad(per_rank.error().message);
     hb.per_rank = *per_rank;
+  }
+  if (j.contains("checkpoint_dir")) {
+    auto dir = field<std::string>(j, "checkpoint_dir");
+    if (!dir) return bad(dir.error().message);
+    if (!valid_heartbeat_path(*dir))
+      return bad("'checkpoint_dir' must be an absolute path of at most " + std::to_string(kMaxHeartbeatPathBytes) +
+                 " bytes, valid UTF-8 without control characters");
+    hb.checkpoint_dir = std::move(*dir);
   }
   return hb;
 }

@@ -5,6 +5,9 @@
 # in the job's admin comment, and the batch node's healthd requeues the job with that node kept off
 # its next attempt (its ExcNodeList). The cluster has three nodes, so the jobs here have two: one
 # node kept off leaves exactly enough. (Stall times of seconds; the check interval is 1 s.)
+# Stragglers too: each rank writes its step into its file; a rank at half speed is reported by its
+# node's healthd, and under straggler_action = "exclude" its node is kept off the job's next attempt
+# once the job's next checkpoint is complete.
 
 load helpers
 
@@ -17,6 +20,8 @@ setup() {
 }
 
 teardown() {
+  local n
+  for n in ${OWN_POLICY_NODES:-}; do cluster restart-healthd "$n"; done  # the shared healthd.toml again
   if [ -n "${OWN_CONFIG_NODE:-}" ]; then
     wait_until 60 bash -c "! sinfo -h -n $OWN_CONFIG_NODE -o %T | grep -q drain" || scontrol update nodename="$OWN_CONFIG_NODE" state=resume
     cluster restart-healthd "$OWN_CONFIG_NODE"  # the shared healthd.toml again
@@ -104,6 +109,86 @@ suspicions_of() {
 }
 answers() { [ -n "$(suspicions_of "$1")" ]; }
 suspected_or_drained() { [ "$(suspicions_of "$1")" = "$2" ] || node_drained "$1"; }
+
+# Every node's healthd restarted with LINES added to the shared healthd.toml's [policy].
+with_policy() {
+  local n config
+  for n in n1 n2 n3; do
+    config="$WORK/healthd-$n.toml"
+    sed -e "/^\[policy\]$/a $1" "${AR_CLUSTER_DIR}/etc/healthd.toml" >"$config"
+    chmod 0644 "$config"
+    OWN_POLICY_NODES+=" $n"
+    AR_HEALTHD_NODE_CONFIG="$config" cluster restart-healthd "$n"
+  done
+  for n in n1 n2 n3; do wait_until 30 answers "$n"; done
+}
+# The jobs NODE's ranks straggle in now (its status, as every user sees it).
+straggling_on() {
+  { healthctl_on "$1" status --json || true; } |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["health"]["node"].get("stragglers", {}).get("jobs", 0))' 2>/dev/null
+}
+straggles() { [ "$(straggling_on "$1")" = 1 ]; }
+submit_paced() {
+  submit -N2 -o "$WORK/job.out" --open-mode=append --auto-resume=1 --auto-resume-heartbeat-dir="$WORK/beats" \
+    --auto-resume-stall=30,60 "$@" --wrap "srun -N2 --ntasks-per-node=1 python3 $RANK $WORK/hang 0.2"
+}
+
+@test "a rank at half speed: its node is reported as a straggler within the window, and only reported" {
+  local job victim host started
+  with_policy 'straggler_window_s = 10'
+  job=$(submit_paced)
+  wait_until 60 job_running_attempt "$job" 0
+  wait_until 30 ranks_beating
+  host=$(batch_node "$job")
+  victim=$(other_node "$job")
+  started=$(date +%s.%N)
+  echo "slow $victim 2" >"$WORK/hang"
+  wait_until 60 straggles "$victim"
+  echo "reported $(echo "$(date +%s.%N) - $started" | bc) s after the rank slowed (window 10 s)" >&3
+  [ "$(straggling_on "$host")" = 0 ]
+  run healthctl_on "$victim" explain "$job"
+  echo "$output" >&3
+  [[ "$output" == *"straggler"*"ranks on $victim straggle: rank "*"a step against"*"on other nodes"*"checks: "* ]]
+  run healthctl_on "$victim" status
+  [[ "$output" == *"straggling"*"ranks here run slower than the rest of 1 job(s) by more than 15% (report)"* ]]
+  # Another user sees that the node straggles, never which job.
+  runuser -u "$AR_OTHER_USER" -- "$AR_HEALTHCTL" --socket "$(socket_of "$victim")" status --json |
+    python3 -c 'import json,sys; s=json.load(sys.stdin)["health"]["node"]["stragglers"]; print(s); assert sorted(s) == ["action", "jobs", "requeued_without", "share"]' >&3
+  # report: the job runs on where it is.
+  sleep 5
+  [ "$(job_restarts "$job")" = 0 ]
+  scancel "$job"
+}
+
+@test "a straggler under exclude: the job is requeued without its node at its next checkpoint" {
+  local job victim
+  with_policy 'straggler_window_s = 10\nstraggler_action = "exclude"'
+  as_user mkdir -p "$WORK/ckpt/1"
+  as_user touch "$WORK/ckpt/1/COMPLETE"
+  job=$(submit_paced --auto-resume-checkpoint-dir="$WORK/ckpt")
+  wait_until 60 job_running_attempt "$job" 0
+  wait_until 30 ranks_beating
+  victim=$(other_node "$job")
+  echo "slow $victim 2" >"$WORK/hang"
+  wait_until 60 straggles "$victim"
+  # Found, but no checkpoint since: the job runs on, on the same nodes.
+  sleep 3
+  [ "$(job_restarts "$job")" = 0 ]
+  # The job's next checkpoint completes (written as the job would, by its user).
+  as_user mkdir "$WORK/ckpt/2"
+  as_user touch "$WORK/ckpt/2/COMPLETE"
+  wait_until 90 job_running_attempt "$job" 1
+  echo "admin comment: $(admin_comment "$job")" >&3
+  [ "$(job_excluded "$job")" = "$victim" ]
+  job_not_on "$job" "$victim"
+  [[ "$(admin_comment "$job")" == *"auto-resume: attempt 1 ended: STRAGGLER on $victim: suspect $victim kept off the next attempt; ranks on $victim straggle: rank "* ]]
+  [[ "$(admin_comment "$job")" == *"auto-resume suspects: attempt 1: $victim: suspect $victim kept off the next attempt"* ]]
+  run healthctl_on "$victim" explain "$job"
+  [[ "$output" == *"checkpoint complete"*"requeued without $victim"* ]]
+  # Slow is not faulty: the node stays in service.
+  [[ "$(node_state "$victim")" != *drain* ]]
+  scancel "$job"
+}
 
 @test "a node suspected three times is drained for a deep check that passes it back" {
   local job have i
