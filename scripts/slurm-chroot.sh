@@ -49,22 +49,8 @@ packages=(
   pandoc man-db lintian file
 )
 
-# The Debian mirror debootstrap fetches the base from: AR_DEBIAN_MIRROR where set (a site's own
-# mirror), else the one this machine's apt uses (the registry).
-mirror() {
-  local uri=${AR_DEBIAN_MIRROR:-}
-  if [ -n "$uri" ]; then
-    echo "$uri"
-    return
-  fi
-  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-    uri=$(awk '/^URIs:/ && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
-  fi
-  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-    uri=$(awk '$1 == "deb" && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list)
-  fi
-  echo "${uri:-http://deb.debian.org/debian}"
-}
+# shellcheck source=scripts/lib/debian-mirror.sh
+source scripts/lib/debian-mirror.sh  # (the tree root is the working directory)
 
 # in_chroot DIR CMD...: CMD inside DIR with the kernel file systems and this tree mounted, in a
 # private mount namespace (unshare), so the mounts end with it.

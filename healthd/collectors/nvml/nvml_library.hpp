@@ -50,8 +50,19 @@ struct NvmlApi {
   nvml::RunningProcessesV1Fn graphics_processes_v1 = nullptr;
 };
 
+// One entry point healthd resolves: its preferred (newest) name, the name the library gave (empty:
+// none of its names), and what it serves.
+struct ResolvedEntryPoint {
+  std::string preferred;
+  std::string taken;
+  std::string serves;
+};
+
 class NvmlLibrary {
  public:
+  // Every entry point healthd resolves, as `path` answers them, without initialising NVML (no driver
+  // is needed): what tests/nvml checks against NVIDIA's own builds of the library.
+  static std::expected<std::vector<ResolvedEntryPoint>, std::string> entry_points(const std::string& path);
   // dlopen + nvmlInit. Errors name the library and the cause ("libnvidia-ml.so.1: cannot open shared
   // object file", "nvmlInit_v2: Driver Not Loaded").
   static std::expected<std::shared_ptr<NvmlLibrary>, std::string> open(const std::string& path);
