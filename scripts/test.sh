@@ -27,11 +27,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/series-report.bash
 
-bash scripts/install-deps.sh
-
 # tsan is not in the default list: CI's 2 cores cannot build the tree four times and run the three
 # series' clusters in 70 minutes (README, "Sanitizers and fuzzing"). AR_TIERS=tsan runs it.
 read -r -a tiers <<<"${AR_TIERS:-release package asan fuzz series-24.11 series-26.05}"
+
+# What the tiers asked for need (scripts/install-deps.sh's parts): every tier builds and runs tests
+# on this machine's cluster; the release and dev tiers' cluster tests run the PyTorch example; the
+# sanitizer tiers need clang; the series tiers make their chroots themselves.
+parts=(build run test)
+for tier in "${tiers[@]}"; do
+  case $tier in
+    release | dev) parts+=(example) ;;
+    package) parts+=(package) ;;
+    asan | tsan | fuzz) parts+=(fuzz) ;;
+  esac
+done
+read -r -a parts <<<"$(printf '%s\n' "${parts[@]}" | awk '!seen[$0]++' | tr '\n' ' ')"
+bash scripts/install-deps.sh "${parts[@]}"
 passed=()
 failed=()
 
