@@ -2,7 +2,7 @@
 # ctest fixture: the fake host tree of every node (kernel log, sysfs, /dev, /proc), then the real cluster.
 set -euo pipefail
 dir=$1
-for node in n1 n2 n3; do
+for node in $(seq -f "n%g" 1 "${AR_NODES:-3}"); do  # cluster.sh reads AR_NODES too
   mkdir -p "$dir/host/$node/var/log"
   : >"$dir/host/$node/var/log/kern.log"
   # A healthy node for the EFA, Neuron and node checks (tests/integration/node_checks.bats), laid out
