@@ -251,9 +251,10 @@ std::expected<bool, std::string> next_step(const ExecutorServices& services, con
 std::expected<JournalEntry, std::string> decide_suspects(const ExecutorServices& services, const JournalEntry& e,
                                                          const JobInfo& job, WallTime now) {
   policy::SuspectFacts facts;
-  // A straggler's node names itself (the entry is its own); a stall's nodes wrote their lines.
-  facts.evidence = e.code == kStraggler ? std::vector<EvidenceLine>{{e.restart_count + 1, e.node, e.reason}}
-                                        : evidence_lines(job.admin_comment, e.restart_count + 1);
+  // A straggler's node names itself (the entry is its own); a stall's nodes wrote their lines. (An
+  // if, not a conditional over a braced temporary: gcc 16 warns of a dangling pointer there.)
+  if (e.code == kStraggler) facts.evidence.push_back({e.restart_count + 1, e.node, e.reason});
+  else facts.evidence = evidence_lines(job.admin_comment, e.restart_count + 1);
   facts.job_nodes = job.nodes;
   facts.excluded = job.excluded;
   facts.required = job.required;
