@@ -286,4 +286,15 @@ struct Fixture {
 };
 
 
+// One node of a test that runs the responders of several nodes against one FakeSlurm (the suspect
+// and straggler tests): its own journal and timeline under `dir`, its responder made by the test.
+struct ResponderNode {
+  std::string name;
+  Journal journal;
+  Timeline timeline;
+  std::unique_ptr<Responder> responder;
+  ResponderNode(std::string n, const std::filesystem::path& dir)
+      : name(n), journal(dir / (n + "-journal.json")), timeline(dir / (n + "-timeline.json")) {}
+};
+
 }  // namespace ar::healthd::test

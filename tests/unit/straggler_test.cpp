@@ -174,14 +174,7 @@ struct TwoNodes {
   FakeSlurm slurm;
   PolicyConfig policy;
   RecordedNotices notices;
-  struct Node {
-    std::string name;
-    Journal journal;
-    Timeline timeline;
-    std::unique_ptr<Responder> responder;
-    Node(std::string n, const std::filesystem::path& dir)
-        : name(n), journal(dir / (n + "-journal.json")), timeline(dir / (n + "-timeline.json")) {}
-  };
+  using Node = ResponderNode;
   std::unique_ptr<Node> n1, n2;
   double slow_step = 2.0;
   // Each rank's progress, moved on each second by its pace: its step, and when it wrote it.

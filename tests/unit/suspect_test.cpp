@@ -275,14 +275,9 @@ struct TwoNodes {
   ar::test::TempDir dir;
   FakeSlurm slurm;
   PolicyConfig policy;
-  struct Node {
-    std::string name;
-    ar::test::TempDir proc;
-    Journal journal;
-    Timeline timeline;
-    std::unique_ptr<Responder> responder;
-    Node(std::string n, const std::filesystem::path& dir)
-        : name(n), journal(dir / (n + "-journal.json")), timeline(dir / (n + "-timeline.json")) {}
+  struct Node : ResponderNode {
+    using ResponderNode::ResponderNode;
+    ar::test::TempDir proc;  // its /proc, where its task lives
   };
   std::unique_ptr<Node> n1, n2;
   std::map<std::uint32_t, FileTime> beats{{0, f0}, {1, f0}};
